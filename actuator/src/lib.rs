@@ -1,0 +1,1 @@
+//! Actuator (filled in by the actuator work).

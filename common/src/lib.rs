@@ -1,0 +1,218 @@
+//! Records shared by the probes (`ebpf/`, `no_std`) and userspace (`daemon/`).
+//!
+//! Everything here is `#[repr(C)]`, `Copy`, padded explicitly (no implicit holes, so the
+//! byte image is the same on both sides) and free of logic.
+#![no_std]
+
+/// Hierarchy id used in [`CgroupKey`] for cgroup v2 (the unified hierarchy).
+///
+/// v1 hierarchy ids start at 1 (`/proc/cgroups`, second column), so 0 never collides.
+pub const UNIFIED_HIERARCHY_ID: u32 = 0;
+
+/// Number of log2 buckets in the run-queue latency histogram: bucket `i` counts waits
+/// of `[2^i, 2^(i+1))` nanoseconds; the last bucket also holds everything longer.
+pub const RUNQ_HIST_BUCKETS: usize = 32;
+
+/// Maximum number of cgroups the per-cgroup statistics map holds.
+pub const MAX_CGROUPS: u32 = 16_384;
+
+/// Identifies one cgroup in one hierarchy.
+///
+/// `id` is the cgroup's kernfs node id, which on 64-bit kernels equals the inode number
+/// of its directory (`stat(dir).st_ino`). Each cgroup v1 hierarchy allocates ids on its
+/// own, so ids of the cpu and memory hierarchies collide: the hierarchy id is part of the key.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct CgroupKey {
+    /// `cgroup_root.hierarchy_id` for v1, [`UNIFIED_HIERARCHY_ID`] for v2.
+    pub hierarchy_id: u32,
+    /// Explicit padding; always zero.
+    pub pad: u32,
+    /// `cgroup.kn->id` (the directory's inode number).
+    pub id: u64,
+}
+
+impl CgroupKey {
+    /// A key for cgroup `id` of hierarchy `hierarchy_id`.
+    pub const fn new(hierarchy_id: u32, id: u64) -> Self {
+        Self { hierarchy_id, pad: 0, id }
+    }
+}
+
+/// Per-cgroup counters, aggregated in the kernel in a per-CPU hash map.
+///
+/// CPU fields are filled under the key of the task's cpu-controller cgroup, memory fields
+/// under its memory-controller cgroup (on cgroup v2 both are the same key).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupStats {
+    /// Times a task of this cgroup was switched out because its CFS bandwidth ran out
+    /// while the cgroup was not already throttled on that CPU.
+    pub throttle_episodes: u64,
+    /// Nanoseconds from a throttled switch-out to the next switch-in of the cgroup on that CPU.
+    pub throttled_ns: u64,
+    /// Run-queue latency (wakeup or preemption to switch-in), log2 buckets of nanoseconds.
+    pub runq_hist: [u64; RUNQ_HIST_BUCKETS],
+    /// Number of run-queue latency samples.
+    pub runq_count: u64,
+    /// Sum of run-queue latency samples in nanoseconds.
+    pub runq_total_ns: u64,
+    /// `mm_vmscan_memcg_reclaim_begin`/`end` pairs (memcg limit reclaim).
+    pub memcg_reclaim_episodes: u64,
+    /// Nanoseconds spent in memcg limit reclaim.
+    pub memcg_reclaim_stall_ns: u64,
+    /// `mm_vmscan_direct_reclaim_begin`/`end` pairs (global direct reclaim).
+    pub direct_reclaim_episodes: u64,
+    /// Nanoseconds spent in direct reclaim.
+    pub direct_reclaim_stall_ns: u64,
+    /// Tasks of this cgroup chosen as OOM victims (`oom:mark_victim`).
+    pub oom_kills: u64,
+}
+
+impl CgroupStats {
+    /// All counters zero.
+    pub const ZERO: Self = Self {
+        throttle_episodes: 0,
+        throttled_ns: 0,
+        runq_hist: [0; RUNQ_HIST_BUCKETS],
+        runq_count: 0,
+        runq_total_ns: 0,
+        memcg_reclaim_episodes: 0,
+        memcg_reclaim_stall_ns: 0,
+        direct_reclaim_episodes: 0,
+        direct_reclaim_stall_ns: 0,
+        oom_kills: 0,
+    };
+}
+
+/// How the kernel marks a task that was switched out for lack of CFS bandwidth.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThrottleModel {
+    /// Throttling is not observed (the fields are missing from the kernel's BTF).
+    Unavailable = 0,
+    /// Linux ≥ 6.18, task-based throttling: `task_struct.throttled` is set.
+    TaskThrottled = 1,
+    /// Older kernels: `task_struct.se.cfs_rq->throttled` is non-zero.
+    CfsRqThrottled = 2,
+}
+
+/// Which cgroup a probe attributes a task to.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupMode {
+    /// cgroup v2: `task->cgroups->dfl_cgrp`.
+    Unified = 2,
+    /// cgroup v1 (legacy or hybrid): `task->cgroups->subsys[controller]->cgroup`.
+    Legacy = 1,
+}
+
+/// Load-time configuration of the probes: kernel struct offsets read from
+/// `/sys/kernel/btf/vmlinux` (Rust eBPF has no CO-RE) and the host's cgroup layout.
+///
+/// Stored in the `.rodata` global `HEADROOM_CONFIG`, overridden before load, so the
+/// verifier sees constants and prunes branches that cannot run.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ProbeConfig {
+    /// [`CgroupMode`] as `u32`; 0 means "not configured": the probes do nothing.
+    pub cgroup_mode: u32,
+    /// [`ThrottleModel`] as `u32`.
+    pub throttle_model: u32,
+    /// v1 hierarchy id of the cpu controller.
+    pub cpu_hierarchy_id: u32,
+    /// v1 hierarchy id of the memory controller.
+    pub memory_hierarchy_id: u32,
+    /// `enum cgroup_subsys_id` value of `cpu_cgrp_id`.
+    pub cpu_subsys_index: u32,
+    /// `enum cgroup_subsys_id` value of `memory_cgrp_id`.
+    pub memory_subsys_index: u32,
+    /// `task_struct.cgroups` (`struct css_set *`).
+    pub task_cgroups: u32,
+    /// `task_struct.pid`.
+    pub task_pid: u32,
+    /// `task_struct.tgid`.
+    pub task_tgid: u32,
+    /// `task_struct.throttled` (byte offset of the `bool`), [`ThrottleModel::TaskThrottled`].
+    pub task_throttled: u32,
+    /// `task_struct.se` plus `sched_entity.cfs_rq`, [`ThrottleModel::CfsRqThrottled`].
+    pub task_se_cfs_rq: u32,
+    /// `cfs_rq.throttled`, [`ThrottleModel::CfsRqThrottled`].
+    pub cfs_rq_throttled: u32,
+    /// `task_struct.comm`.
+    pub task_comm: u32,
+    /// `css_set.subsys` (array of `struct cgroup_subsys_state *`).
+    pub css_set_subsys: u32,
+    /// `css_set.dfl_cgrp`.
+    pub css_set_dfl_cgrp: u32,
+    /// `cgroup_subsys_state.cgroup`.
+    pub css_cgroup: u32,
+    /// `cgroup.kn`.
+    pub cgroup_kn: u32,
+    /// `kernfs_node.id`.
+    pub kernfs_node_id: u32,
+    /// `cgroup.root`.
+    pub cgroup_root: u32,
+    /// `cgroup_root.hierarchy_id`.
+    pub cgroup_root_hierarchy_id: u32,
+}
+
+/// Kinds of [`ProbeEvent`].
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// `oom:mark_victim`: the task `pid` was chosen by the OOM killer.
+    OomKill = 1,
+    /// `cgroup:cgroup_mkdir`: a cgroup was created (`cgroup` holds it).
+    CgroupMkdir = 2,
+    /// `cgroup:cgroup_rmdir`: a cgroup was removed (`cgroup` holds it).
+    CgroupRmdir = 3,
+}
+
+/// A discrete event, sent through the ring buffer (counters never are).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeEvent {
+    /// [`EventKind`] as `u32`.
+    pub kind: u32,
+    /// Thread group id (the process id) for task events, 0 otherwise.
+    pub pid: u32,
+    /// `bpf_ktime_get_ns()` when the event fired.
+    pub timestamp_ns: u64,
+    /// For task events: the task's memory cgroup; for cgroup events: the cgroup itself.
+    pub cgroup: CgroupKey,
+    /// For task events: the task's cpu cgroup; zero otherwise.
+    pub cpu_cgroup: CgroupKey,
+    /// `task_struct.comm` for task events.
+    pub comm: [u8; 16],
+}
+
+/// Indexes of the `COUNTERS` per-CPU array: the probes' own health.
+pub mod counter {
+    /// Ring buffer reservations that failed (buffer full): events lost.
+    pub const EVENTS_DROPPED: u32 = 0;
+    /// Per-cgroup map updates that failed (map full).
+    pub const STATS_DROPPED: u32 = 1;
+    /// Kernel memory reads that failed (a pointer chain broke).
+    pub const READ_FAILURES: u32 = 2;
+    /// Number of counters.
+    pub const COUNT: u32 = 3;
+}
+
+#[cfg(feature = "user")]
+mod user {
+    // SAFETY: all four types are `#[repr(C)]`, `Copy`, contain only integers and
+    // have no implicit padding (checked by the size assertions below).
+    unsafe impl aya::Pod for super::CgroupKey {}
+    // SAFETY: see above.
+    unsafe impl aya::Pod for super::CgroupStats {}
+    // SAFETY: see above.
+    unsafe impl aya::Pod for super::ProbeConfig {}
+    // SAFETY: see above.
+    unsafe impl aya::Pod for super::ProbeEvent {}
+
+    const _: () = assert!(core::mem::size_of::<super::CgroupKey>() == 16);
+    const _: () = assert!(core::mem::size_of::<super::CgroupStats>() == 8 * (2 + 32 + 2 + 5));
+    const _: () = assert!(core::mem::size_of::<super::ProbeConfig>() == 4 * 20);
+    const _: () = assert!(core::mem::size_of::<super::ProbeEvent>() == 4 + 4 + 8 + 16 + 16 + 16);
+}

@@ -1,0 +1,16 @@
+//! headroomd: loads headroom's eBPF probes, maps what they see to Pods, keeps the live node
+//! headroom and serves it.
+//!
+//! Where to start: [`probes`] (kernel side), [`cgroups`] (which cgroup is which Pod),
+//! [`observe`] (the `headroomd observe` report).
+pub mod cgroups;
+pub mod observe;
+pub mod probes;
+
+/// Logs to stderr with `RUST_LOG`-style filtering (default `info`); also forwards the `log`
+/// records aya and aya-log emit.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -1,0 +1,177 @@
+//! Who owns a cgroup ([`PodResolver`]) and which Pods count against the node ([`PodSource`]).
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::SystemTime,
+};
+
+use arc_swap::ArcSwap;
+use headroom_common::CgroupKey;
+use headroom_node_model::Resources;
+
+use super::snapshot::PodRef;
+
+/// The owner of a cgroup.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CgroupOwner {
+    /// The node's root cgroup: node-level signals.
+    Node,
+    /// A Pod's cgroup (`container: None`) or one of its containers' cgroups.
+    Pod {
+        /// Which Pod.
+        pod: PodRef,
+        /// Container name, `None` for the Pod-level cgroup.
+        container: Option<String>,
+    },
+}
+
+/// Maps a cgroup to its owner. Called on the aggregator thread once per new cgroup (and again,
+/// rate-limited, for cgroups that had no owner yet), so it may read cgroupfs.
+pub trait PodResolver: Send + Sync + 'static {
+    /// The owner of `key`, `None` if it belongs to no Pod this node knows.
+    fn resolve(&self, key: &CgroupKey) -> Option<CgroupOwner>;
+}
+
+/// A fixed map, for tests and for callers that know the mapping up front.
+#[derive(Debug, Default)]
+pub struct StaticPodResolver {
+    map: ArcSwap<HashMap<CgroupKey, CgroupOwner>>,
+}
+
+impl StaticPodResolver {
+    /// An empty resolver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces the owner of `key`.
+    pub fn insert(&self, key: CgroupKey, owner: CgroupOwner) {
+        self.map.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.insert(key, owner.clone());
+            m
+        });
+    }
+}
+
+impl PodResolver for StaticPodResolver {
+    fn resolve(&self, key: &CgroupKey) -> Option<CgroupOwner> {
+        self.map.load().get(key).cloned()
+    }
+}
+
+impl<T: PodResolver> PodResolver for Arc<T> {
+    fn resolve(&self, key: &CgroupKey) -> Option<CgroupOwner> {
+        (**self).resolve(key)
+    }
+}
+
+/// A Pod bound to this node and what it requests (counted as the scheduler counts it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodEntry {
+    /// Which Pod.
+    pub pod: PodRef,
+    /// Requests, as `headroom_node_model::pod_requests` counts them.
+    pub requests: Resources,
+}
+
+/// The set of Pods on the node, read by the aggregator whenever its generation changes.
+#[derive(Clone, Debug)]
+pub struct PodSet {
+    /// Increases on every change.
+    pub generation: u64,
+    /// When the set was last known to be current.
+    pub as_of: SystemTime,
+    /// The Pods.
+    pub pods: Arc<[PodEntry]>,
+}
+
+/// Source of the Pods that count against the node's allocatable.
+pub trait PodSource: Send + Sync + 'static {
+    /// Cheap: the current generation (the aggregator polls it).
+    fn generation(&self) -> u64;
+    /// The current set.
+    fn pods(&self) -> PodSet;
+}
+
+/// Pods held in memory, set by the standalone backend (or the config).
+#[derive(Debug)]
+pub struct InMemoryPodSource {
+    generation: AtomicU64,
+    set: ArcSwap<PodSet>,
+    /// Serialises writers (readers never take it), so sets are stored in generation order.
+    writer: std::sync::Mutex<()>,
+}
+
+impl Default for InMemoryPodSource {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
+
+impl InMemoryPodSource {
+    /// A source holding `pods`.
+    pub fn new(pods: Vec<PodEntry>) -> Self {
+        Self {
+            generation: AtomicU64::new(1),
+            set: ArcSwap::from_pointee(PodSet { generation: 1, as_of: SystemTime::now(), pods: pods.into() }),
+            writer: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// Replaces the whole set.
+    pub fn set(&self, pods: Vec<PodEntry>) {
+        let _writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.store(pods);
+    }
+
+    fn store(&self, pods: Vec<PodEntry>) {
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.set.store(Arc::new(PodSet { generation, as_of: SystemTime::now(), pods: pods.into() }));
+    }
+
+    /// Adds a Pod or replaces the one with the same uid.
+    pub fn upsert(&self, entry: PodEntry) {
+        let _writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = self.set.load_full();
+        let mut pods: Vec<PodEntry> = current.pods.iter().filter(|p| p.pod.uid != entry.pod.uid).cloned().collect();
+        pods.push(entry);
+        self.store(pods);
+    }
+
+    /// Removes the Pod with this uid; whether it was there.
+    pub fn remove(&self, uid: &str) -> bool {
+        let _writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = self.set.load_full();
+        let pods: Vec<PodEntry> = current.pods.iter().filter(|p| p.pod.uid != uid).cloned().collect();
+        let removed = pods.len() != current.pods.len();
+        if removed {
+            self.store(pods);
+        }
+        removed
+    }
+}
+
+impl PodSource for InMemoryPodSource {
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn pods(&self) -> PodSet {
+        PodSet::clone(&self.set.load())
+    }
+}
+
+impl<T: PodSource> PodSource for Arc<T> {
+    fn generation(&self) -> u64 {
+        (**self).generation()
+    }
+
+    fn pods(&self) -> PodSet {
+        (**self).pods()
+    }
+}

@@ -1,0 +1,340 @@
+//! Loads headroom's eBPF probes into the running kernel and reads what they aggregate.
+//!
+//! Each program is loaded and attached on its own: one that the kernel refuses (a missing
+//! tracepoint on an older kernel, say) is reported in [`Probes::programs`] and the others keep
+//! working.
+pub mod btf;
+
+use std::{collections::HashMap, os::fd::OwnedFd, path::PathBuf};
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{MapData, PerCpuArray, PerCpuHashMap, RingBuf},
+    programs::BtfTracePoint,
+};
+use headroom_common::{CgroupKey, CgroupStats, ProbeEvent, RUNQ_HIST_BUCKETS, ThrottleModel, counter};
+use tracing::{info, warn};
+
+pub use self::btf::{BtfError, KernelBtf};
+use crate::cgroups::{CgroupHost, HostError};
+
+/// The probe object built by `cargo xtask build-ebpf` (empty when it was not built).
+static PROBE_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/headroom-probes.o"));
+
+/// Programs in the object and the BTF tracepoint each one attaches to.
+pub const PROGRAMS: &[(&str, &str)] = &[
+    ("sched_switch", "sched_switch"),
+    ("sched_wakeup", "sched_wakeup"),
+    ("sched_wakeup_new", "sched_wakeup_new"),
+    ("memcg_reclaim_begin", "mm_vmscan_memcg_reclaim_begin"),
+    ("memcg_reclaim_end", "mm_vmscan_memcg_reclaim_end"),
+    ("direct_reclaim_begin", "mm_vmscan_direct_reclaim_begin"),
+    ("direct_reclaim_end", "mm_vmscan_direct_reclaim_end"),
+    ("oom_mark_victim", "mark_victim"),
+    ("cgroup_mkdir", "cgroup_mkdir"),
+    ("cgroup_rmdir", "cgroup_rmdir"),
+];
+
+/// Why the probes could not be loaded. Each message is one sentence an operator can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// Not root (or lacking CAP_BPF + CAP_PERFMON).
+    #[error("loading eBPF probes needs root (or CAP_BPF and CAP_PERFMON); run headroomd as root")]
+    NotPrivileged,
+    /// The binary was built without the probe object.
+    #[error("this headroomd was built without its probes; build with `cargo xtask build` (needs bpf-linker)")]
+    NotBuilt,
+    /// The kernel's type information is missing or lacks what the probes need.
+    #[error(transparent)]
+    Btf(#[from] BtfError),
+    /// The cgroup layout could not be read.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The kernel refused the object as a whole.
+    #[error("the kernel refused headroom's probes: {0}")]
+    Load(String),
+    /// Every program failed to attach.
+    #[error("no probe could be attached: {0}")]
+    NothingAttached(String),
+    /// A map the object should have is missing or has the wrong shape.
+    #[error("probe map `{name}` is unusable: {reason}")]
+    Map {
+        /// The map.
+        name: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Options for [`Probes::load`].
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    /// Kernel BTF, normally `/sys/kernel/btf/vmlinux`.
+    pub btf_path: PathBuf,
+    /// Keep the probes' aya-log diagnostics (off by default: the verifier then prunes them).
+    pub probe_log: bool,
+    /// Turn on kernel BPF run-time statistics (`bpf_prog_info.run_time_ns`/`run_cnt`).
+    pub run_time_stats: bool,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        Self { btf_path: PathBuf::from("/sys/kernel/btf/vmlinux"), probe_log: false, run_time_stats: false }
+    }
+}
+
+/// One program's state after loading.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProgramStatus {
+    /// Program name in the object.
+    pub program: &'static str,
+    /// BTF tracepoint.
+    pub tracepoint: &'static str,
+    /// Why it is not attached, if it is not.
+    pub error: Option<String>,
+}
+
+/// The probes' own health counters, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ProbeHealth {
+    /// Ring-buffer events lost because the buffer was full.
+    pub events_dropped: u64,
+    /// Counter updates lost because the per-cgroup map was full.
+    pub stats_dropped: u64,
+    /// Kernel reads that failed (a pointer chain broke mid-read).
+    pub read_failures: u64,
+}
+
+/// Run time of one program from the kernel's BPF statistics.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProgramRunTime {
+    /// Program name.
+    pub program: &'static str,
+    /// Times it ran.
+    pub run_count: u64,
+    /// Total nanoseconds spent in it.
+    pub run_time_ns: u64,
+}
+
+/// Loaded and attached probes.
+pub struct Probes {
+    ebpf: Ebpf,
+    events: RingBuf<MapData>,
+    logger: Option<aya_log::EbpfLogger<&'static dyn log_facade::Log>>,
+    _stats_enabled: Option<OwnedFd>,
+    /// The cgroup layout the probes were configured for.
+    pub host: CgroupHost,
+    /// How throttling is observed on this kernel.
+    pub throttle_model: ThrottleModel,
+    /// Per-program load and attach results.
+    pub programs: Vec<ProgramStatus>,
+    /// Things that work but less well than they could (missing optional kernel fields).
+    pub warnings: Vec<String>,
+}
+
+// aya-log speaks the `log` facade; tracing-subscriber forwards it.
+use log as log_facade;
+
+impl Probes {
+    /// Loads the probes, configured for this kernel's BTF and cgroup layout, and attaches
+    /// every program that the kernel accepts.
+    pub fn load(options: &ProbeOptions) -> Result<Self, ProbeError> {
+        if !nix::unistd::geteuid().is_root() {
+            return Err(ProbeError::NotPrivileged);
+        }
+        if PROBE_OBJECT.is_empty() {
+            return Err(ProbeError::NotBuilt);
+        }
+        let host = CgroupHost::detect()?;
+        let kernel = KernelBtf::from_file(&options.btf_path)?;
+        let (mut config, warnings) = kernel.probe_offsets()?;
+        config.cgroup_mode = host.mode as u32;
+        config.cpu_hierarchy_id = host.cpu.id;
+        config.memory_hierarchy_id = host.memory.id;
+        let throttle_model = match config.throttle_model {
+            1 => ThrottleModel::TaskThrottled,
+            2 => ThrottleModel::CfsRqThrottled,
+            _ => ThrottleModel::Unavailable,
+        };
+        for warning in &warnings {
+            warn!("{warning}");
+        }
+        raise_memlock_limit();
+        let stats_fd = if options.run_time_stats {
+            match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    warn!("BPF run-time statistics unavailable: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+
+        let mut loader = EbpfLoader::new();
+        loader.override_global("HEADROOM_CONFIG", &config, true);
+        if !options.probe_log {
+            // Level 0: every log call is dead code and the verifier drops it.
+            loader.override_global(aya_log::LEVEL, &0u8, false);
+        }
+        let mut ebpf = loader.load(PROBE_OBJECT).map_err(|e| ProbeError::Load(error_chain(&e)))?;
+        let logger = if options.probe_log {
+            aya_log::EbpfLogger::init(&mut ebpf)
+                .map_err(|e| warn!("probe diagnostics unavailable: {e}"))
+                .ok()
+        } else {
+            None
+        };
+        let aya_btf = aya::Btf::parse_file(&options.btf_path, aya::Endianness::default())
+            .map_err(|e| ProbeError::Load(format!("kernel BTF: {e}")))?;
+        let mut programs = Vec::with_capacity(PROGRAMS.len());
+        for &(program, tracepoint) in PROGRAMS {
+            let error = attach(&mut ebpf, program, tracepoint, &aya_btf).err();
+            if let Some(error) = &error {
+                warn!(program, tracepoint, "probe not attached: {error}");
+            }
+            programs.push(ProgramStatus { program, tracepoint, error });
+        }
+        if programs.iter().all(|p| p.error.is_some()) {
+            let reasons: Vec<String> =
+                programs.iter().filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.program))).collect();
+            return Err(ProbeError::NothingAttached(reasons.join("; ")));
+        }
+        let events = ebpf
+            .take_map("EVENTS")
+            .ok_or(ProbeError::Map { name: "EVENTS", reason: "missing".into() })
+            .and_then(|map| {
+                RingBuf::try_from(map).map_err(|e| ProbeError::Map { name: "EVENTS", reason: e.to_string() })
+            })?;
+        info!(
+            mode = ?host.mode,
+            ?throttle_model,
+            attached = programs.iter().filter(|p| p.error.is_none()).count(),
+            "probes loaded"
+        );
+        Ok(Self { ebpf, events, logger, _stats_enabled: stats_fd, host, throttle_model, programs, warnings })
+    }
+
+    /// Cumulative counters of every cgroup seen so far, summed over CPUs.
+    pub fn read_stats(&self) -> Result<HashMap<CgroupKey, CgroupStats>, ProbeError> {
+        let map = self.ebpf.map("CGROUP_STATS").ok_or(ProbeError::Map {
+            name: "CGROUP_STATS",
+            reason: "missing".into(),
+        })?;
+        let stats: PerCpuHashMap<_, CgroupKey, CgroupStats> = PerCpuHashMap::try_from(map)
+            .map_err(|e| ProbeError::Map { name: "CGROUP_STATS", reason: e.to_string() })?;
+        let mut out = HashMap::new();
+        for entry in stats.iter() {
+            // An entry deleted while iterating is skipped, not fatal.
+            let Ok((key, per_cpu)) = entry else { continue };
+            let mut total = CgroupStats::ZERO;
+            for value in per_cpu.iter() {
+                add_stats(&mut total, value);
+            }
+            out.insert(key, total);
+        }
+        Ok(out)
+    }
+
+    /// Calls `handle` for every event waiting in the ring buffer; returns how many records
+    /// were malformed (too short), which are skipped.
+    pub fn drain_events(&mut self, mut handle: impl FnMut(ProbeEvent)) -> usize {
+        let mut malformed = 0;
+        while let Some(item) = self.events.next() {
+            if item.len() < size_of::<ProbeEvent>() {
+                malformed += 1;
+                continue;
+            }
+            // SAFETY: the record holds at least size_of::<ProbeEvent>() bytes written by the
+            // probe from a `ProbeEvent`; read_unaligned makes no alignment assumption.
+            let event = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<ProbeEvent>()) };
+            handle(event);
+        }
+        if let Some(logger) = &mut self.logger {
+            logger.flush();
+        }
+        malformed
+    }
+
+    /// The probes' own health counters.
+    pub fn health(&self) -> Result<ProbeHealth, ProbeError> {
+        let map = self.ebpf.map("COUNTERS").ok_or(ProbeError::Map { name: "COUNTERS", reason: "missing".into() })?;
+        let counters: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(map).map_err(|e| ProbeError::Map { name: "COUNTERS", reason: e.to_string() })?;
+        let sum = |index: u32| counters.get(&index, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+        Ok(ProbeHealth {
+            events_dropped: sum(counter::EVENTS_DROPPED),
+            stats_dropped: sum(counter::STATS_DROPPED),
+            read_failures: sum(counter::READ_FAILURES),
+        })
+    }
+
+    /// Kernel run-time statistics per program (zero unless `run_time_stats` was set).
+    pub fn run_times(&self) -> Vec<ProgramRunTime> {
+        PROGRAMS
+            .iter()
+            .filter_map(|&(program, _)| {
+                let info = self.ebpf.program(program)?.info().ok()?;
+                Some(ProgramRunTime {
+                    program,
+                    run_count: info.run_count(),
+                    run_time_ns: u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX),
+                })
+            })
+            .collect()
+    }
+
+    /// Number of attached programs.
+    pub fn attached(&self) -> usize {
+        self.programs.iter().filter(|p| p.error.is_none()).count()
+    }
+}
+
+fn attach(ebpf: &mut Ebpf, program: &str, tracepoint: &str, btf: &aya::Btf) -> Result<(), String> {
+    let prog: &mut BtfTracePoint = ebpf
+        .program_mut(program)
+        .ok_or_else(|| "not in the probe object".to_string())?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+    prog.load(tracepoint, btf).map_err(|e| error_chain(&e))?;
+    prog.attach().map_err(|e| error_chain(&e))?;
+    Ok(())
+}
+
+/// Adds one CPU's counters into `total`.
+pub fn add_stats(total: &mut CgroupStats, value: &CgroupStats) {
+    total.throttle_episodes += value.throttle_episodes;
+    total.throttled_ns += value.throttled_ns;
+    for bucket in 0..RUNQ_HIST_BUCKETS {
+        total.runq_hist[bucket] += value.runq_hist[bucket];
+    }
+    total.runq_count += value.runq_count;
+    total.runq_total_ns += value.runq_total_ns;
+    total.memcg_reclaim_episodes += value.memcg_reclaim_episodes;
+    total.memcg_reclaim_stall_ns += value.memcg_reclaim_stall_ns;
+    total.direct_reclaim_episodes += value.direct_reclaim_episodes;
+    total.direct_reclaim_stall_ns += value.direct_reclaim_stall_ns;
+    total.oom_kills += value.oom_kills;
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK
+/// (https://lwn.net/Articles/837122/); newer ones use memcg accounting and ignore it.
+fn raise_memlock_limit() {
+    let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: setrlimit with a valid, initialised struct.
+    if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) } != 0 {
+        tracing::debug!("could not raise RLIMIT_MEMLOCK (fine on Linux ≥ 5.11): {}", std::io::Error::last_os_error());
+    }
+}

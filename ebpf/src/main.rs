@@ -1,0 +1,458 @@
+//! headroom's probes. Attached only through BTF tracepoints (tp_btf): kprobes are compiled
+//! out and fentry is refused on the nodes we target (see `shared/notes/toolchain-and-kernel.md`).
+//!
+//! Struct offsets are not known at compile time (Rust eBPF has no CO-RE): userspace reads
+//! them from `/sys/kernel/btf/vmlinux` and stores them in [`HEADROOM_CONFIG`] before load.
+//! Everything is aggregated per cgroup in per-CPU maps; only discrete events (OOM kills,
+//! cgroup creation and removal) go through the ring buffer.
+#![no_std]
+#![no_main]
+
+use aya_ebpf::{
+    Global,
+    bindings::BPF_NOEXIST,
+    helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    macros::{btf_tracepoint, map},
+    maps::{HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    programs::BtfTracePointContext,
+};
+use aya_log_ebpf::debug;
+use headroom_common::{
+    CgroupKey, CgroupMode, CgroupStats, EventKind, MAX_CGROUPS, ProbeConfig, ProbeEvent, RUNQ_HIST_BUCKETS,
+    ThrottleModel, UNIFIED_HIERARCHY_ID, counter,
+};
+
+/// Offsets and layout, overridden by the loader. All zero means "not configured".
+#[unsafe(no_mangle)]
+static HEADROOM_CONFIG: Global<ProbeConfig> = Global::new(ProbeConfig {
+    cgroup_mode: 0,
+    throttle_model: 0,
+    cpu_hierarchy_id: 0,
+    memory_hierarchy_id: 0,
+    cpu_subsys_index: 0,
+    memory_subsys_index: 0,
+    task_cgroups: 0,
+    task_pid: 0,
+    task_tgid: 0,
+    task_throttled: 0,
+    task_se_cfs_rq: 0,
+    cfs_rq_throttled: 0,
+    task_comm: 0,
+    css_set_subsys: 0,
+    css_set_dfl_cgrp: 0,
+    css_cgroup: 0,
+    cgroup_kn: 0,
+    kernfs_node_id: 0,
+    cgroup_root: 0,
+    cgroup_root_hierarchy_id: 0,
+});
+
+/// Per-cgroup counters (see [`CgroupStats`]); userspace sums the per-CPU values.
+#[map]
+static CGROUP_STATS: PerCpuHashMap<CgroupKey, CgroupStats> = PerCpuHashMap::with_max_entries(MAX_CGROUPS, 0);
+
+/// One all-zero [`CgroupStats`] to insert from, so the 336-byte value never sits on the
+/// 512-byte BPF stack.
+#[map]
+static ZERO_STATS: PerCpuArray<CgroupStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Per CPU: when a cgroup's throttled episode began on this CPU (absent when not throttled).
+#[map]
+static THROTTLED_SINCE: PerCpuHashMap<CgroupKey, u64> = PerCpuHashMap::with_max_entries(MAX_CGROUPS, 0);
+
+/// Per CPU: number of entries in [`THROTTLED_SINCE`] for this CPU, so switch-ins skip the
+/// lookup when nothing is throttled (the common case).
+#[map]
+static OPEN_THROTTLES: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// Thread id → when it became runnable (wakeup, or preempted while running).
+#[map]
+static RUNNABLE_SINCE: HashMap<u32, u64> = HashMap::with_max_entries(65_536, 0);
+
+/// (thread id | kind << 32) → when it entered reclaim.
+#[map]
+static RECLAIM_SINCE: HashMap<u64, u64> = HashMap::with_max_entries(65_536, 0);
+
+/// The probes' own health counters (indexes in [`counter`]).
+#[map]
+static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
+
+/// Discrete events ([`ProbeEvent`]).
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(256 * 1024, 0);
+
+const TASK_RUNNING: u32 = 0;
+const RECLAIM_MEMCG: u64 = 1 << 32;
+const RECLAIM_DIRECT: u64 = 2 << 32;
+
+#[derive(Clone, Copy)]
+enum Controller {
+    Cpu,
+    Memory,
+}
+
+#[inline(always)]
+fn bump(index: u32) {
+    if let Some(value) = COUNTERS.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot, only this CPU writes it while this program runs.
+        unsafe { *value += 1 };
+    }
+}
+
+/// Reads a `T` at `base + offset` in kernel memory.
+#[inline(always)]
+fn read<T>(base: *const u8, offset: u32) -> Result<T, i32> {
+    if base.is_null() {
+        return Err(-1);
+    }
+    // SAFETY: bpf_probe_read_kernel checks the address; a bad pointer is an error, not a fault.
+    let result = unsafe { bpf_probe_read_kernel(base.wrapping_add(offset as usize) as *const T) };
+    if result.is_err() {
+        bump(counter::READ_FAILURES);
+    }
+    result
+}
+
+/// The cgroup `task` belongs to for `controller`, as the map key.
+#[inline(always)]
+fn task_cgroup(config: &ProbeConfig, task: *const u8, controller: Controller) -> Result<CgroupKey, i32> {
+    let css_set: *const u8 = read(task, config.task_cgroups)?;
+    let (cgroup, hierarchy_id): (*const u8, u32) = if config.cgroup_mode == CgroupMode::Unified as u32 {
+        (read(css_set, config.css_set_dfl_cgrp)?, UNIFIED_HIERARCHY_ID)
+    } else {
+        let (index, hierarchy_id) = match controller {
+            Controller::Cpu => (config.cpu_subsys_index, config.cpu_hierarchy_id),
+            Controller::Memory => (config.memory_subsys_index, config.memory_hierarchy_id),
+        };
+        let css: *const u8 = read(css_set, config.css_set_subsys + index * 8)?;
+        (read(css, config.css_cgroup)?, hierarchy_id)
+    };
+    let kn: *const u8 = read(cgroup, config.cgroup_kn)?;
+    let id: u64 = read(kn, config.kernfs_node_id)?;
+    Ok(CgroupKey::new(hierarchy_id, id))
+}
+
+/// This CPU's counters for `key`, created on first use.
+#[inline(always)]
+fn stats_for(key: &CgroupKey) -> Option<*mut CgroupStats> {
+    if let Some(stats) = CGROUP_STATS.get_ptr_mut(key) {
+        return Some(stats);
+    }
+    let zero = ZERO_STATS.get_ptr(0)?;
+    // SAFETY: `zero` points to a map value of the right type, never written.
+    let inserted = CGROUP_STATS.insert(key, unsafe { &*zero }, u64::from(BPF_NOEXIST));
+    if inserted.is_err() {
+        // Either another program on this CPU raced us (fine) or the map is full.
+        if CGROUP_STATS.get_ptr_mut(key).is_none() {
+            bump(counter::STATS_DROPPED);
+            return None;
+        }
+    }
+    CGROUP_STATS.get_ptr_mut(key)
+}
+
+/// Index of the log2 bucket for `value` (0 for 0 and 1), without `ctlz` which BPF lacks.
+#[inline(always)]
+fn log2_bucket(mut value: u64) -> usize {
+    let mut bucket = 0usize;
+    if value >= 1 << 32 {
+        value >>= 32;
+        bucket += 32;
+    }
+    if value >= 1 << 16 {
+        value >>= 16;
+        bucket += 16;
+    }
+    if value >= 1 << 8 {
+        value >>= 8;
+        bucket += 8;
+    }
+    if value >= 1 << 4 {
+        value >>= 4;
+        bucket += 4;
+    }
+    if value >= 1 << 2 {
+        value >>= 2;
+        bucket += 2;
+    }
+    if value >= 1 << 1 {
+        bucket += 1;
+    }
+    if bucket >= RUNQ_HIST_BUCKETS { RUNQ_HIST_BUCKETS - 1 } else { bucket }
+}
+
+/// Whether `task` is being switched out because its CFS bandwidth ran out.
+#[inline(always)]
+fn switched_out_throttled(config: &ProbeConfig, task: *const u8) -> bool {
+    if config.throttle_model == ThrottleModel::TaskThrottled as u32 {
+        matches!(read::<u8>(task, config.task_throttled), Ok(v) if v != 0)
+    } else if config.throttle_model == ThrottleModel::CfsRqThrottled as u32 {
+        match read::<*const u8>(task, config.task_se_cfs_rq) {
+            Ok(cfs_rq) => matches!(read::<i32>(cfs_rq, config.cfs_rq_throttled), Ok(v) if v != 0),
+            Err(_) => false,
+        }
+    } else {
+        false
+    }
+}
+
+#[btf_tracepoint(function = "sched_switch")]
+pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
+    // TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+    let config = HEADROOM_CONFIG.load();
+    if config.cgroup_mode == 0 {
+        return 0;
+    }
+    let prev: *const u8 = ctx.arg(1);
+    let next: *const u8 = ctx.arg(2);
+    let prev_state: u32 = ctx.arg(3);
+    let now = unsafe { bpf_ktime_get_ns() };
+    on_switch_out(&config, prev, prev_state, now);
+    on_switch_in(&config, next, now);
+    0
+}
+
+#[inline(always)]
+fn on_switch_out(config: &ProbeConfig, prev: *const u8, prev_state: u32, now: u64) {
+    let Ok(pid) = read::<u32>(prev, config.task_pid) else { return };
+    if pid == 0 {
+        return; // idle
+    }
+    if switched_out_throttled(config, prev) {
+        let Ok(key) = task_cgroup(config, prev, Controller::Cpu) else { return };
+        if THROTTLED_SINCE.get_ptr(&key).is_none() && THROTTLED_SINCE.insert(&key, &now, 0).is_ok() {
+            if let Some(open) = OPEN_THROTTLES.get_ptr_mut(0) {
+                // SAFETY: per-CPU slot.
+                unsafe { *open += 1 };
+            }
+            if let Some(stats) = stats_for(&key) {
+                // SAFETY: per-CPU value of this CPU.
+                unsafe { (*stats).throttle_episodes += 1 };
+            }
+        }
+        // A throttled task is not runnable: it waits for quota, not for a CPU.
+        return;
+    }
+    if prev_state == TASK_RUNNING {
+        // Preempted while runnable: it queues again from now on.
+        let _ = RUNNABLE_SINCE.insert(&pid, &now, 0);
+    }
+}
+
+#[inline(always)]
+fn on_switch_in(config: &ProbeConfig, next: *const u8, now: u64) {
+    let Ok(pid) = read::<u32>(next, config.task_pid) else { return };
+    if pid == 0 {
+        return;
+    }
+    // SAFETY: the value is copied out at once.
+    let queued_since = unsafe { RUNNABLE_SINCE.get(&pid) }.copied();
+    // SAFETY: per-CPU slot.
+    let open_throttles = OPEN_THROTTLES.get_ptr(0).map(|p| unsafe { *p }).unwrap_or(0);
+    if queued_since.is_none() && open_throttles == 0 {
+        return;
+    }
+    let Ok(key) = task_cgroup(config, next, Controller::Cpu) else { return };
+    if open_throttles > 0 {
+        // SAFETY: the value is copied out at once.
+        if let Some(since) = THROTTLED_SINCE.get_ptr(&key).map(|p| unsafe { *p }) {
+            if THROTTLED_SINCE.remove(&key).is_ok() {
+                if let Some(open) = OPEN_THROTTLES.get_ptr_mut(0) {
+                    // SAFETY: per-CPU slot.
+                    unsafe { *open = (*open).saturating_sub(1) };
+                }
+            }
+            if let Some(stats) = stats_for(&key) {
+                // SAFETY: per-CPU value of this CPU.
+                unsafe { (*stats).throttled_ns += now.saturating_sub(since) };
+            }
+        }
+    }
+    if let Some(since) = queued_since {
+        let _ = RUNNABLE_SINCE.remove(&pid);
+        let waited = now.saturating_sub(since);
+        if let Some(stats) = stats_for(&key) {
+            let bucket = log2_bucket(waited);
+            // SAFETY: per-CPU value of this CPU; bucket < RUNQ_HIST_BUCKETS.
+            unsafe {
+                (*stats).runq_count += 1;
+                (*stats).runq_total_ns += waited;
+                if let Some(slot) = (*stats).runq_hist.get_mut(bucket) {
+                    *slot += 1;
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn mark_runnable(ctx: &BtfTracePointContext) -> i32 {
+    let config = HEADROOM_CONFIG.load();
+    if config.cgroup_mode == 0 {
+        return 0;
+    }
+    let task: *const u8 = ctx.arg(0);
+    if let Ok(pid) = read::<u32>(task, config.task_pid) {
+        if pid != 0 {
+            // SAFETY: plain helper call.
+            let now = unsafe { bpf_ktime_get_ns() };
+            let _ = RUNNABLE_SINCE.insert(&pid, &now, 0);
+        }
+    }
+    0
+}
+
+#[btf_tracepoint(function = "sched_wakeup")]
+pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
+    mark_runnable(&ctx)
+}
+
+#[btf_tracepoint(function = "sched_wakeup_new")]
+pub fn sched_wakeup_new(ctx: BtfTracePointContext) -> i32 {
+    mark_runnable(&ctx)
+}
+
+#[inline(always)]
+fn reclaim_begin(kind: u64) -> i32 {
+    if HEADROOM_CONFIG.load().cgroup_mode == 0 {
+        return 0;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: plain helper call.
+    let now = unsafe { bpf_ktime_get_ns() };
+    let _ = RECLAIM_SINCE.insert(&(u64::from(tid) | kind), &now, 0);
+    0
+}
+
+#[inline(always)]
+fn reclaim_end(kind: u64) -> i32 {
+    let config = HEADROOM_CONFIG.load();
+    if config.cgroup_mode == 0 {
+        return 0;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let slot = u64::from(tid) | kind;
+    // SAFETY: the value is copied out at once.
+    let Some(since) = (unsafe { RECLAIM_SINCE.get(&slot) }).copied() else { return 0 };
+    let _ = RECLAIM_SINCE.remove(&slot);
+    // SAFETY: plain helper call.
+    let stalled = unsafe { bpf_ktime_get_ns() }.saturating_sub(since);
+    // SAFETY: plain helper call; `current` is a valid task for the duration of the program.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let Ok(key) = task_cgroup(&config, task, Controller::Memory) else { return 0 };
+    if let Some(stats) = stats_for(&key) {
+        // SAFETY: per-CPU value of this CPU.
+        unsafe {
+            if kind == RECLAIM_MEMCG {
+                (*stats).memcg_reclaim_episodes += 1;
+                (*stats).memcg_reclaim_stall_ns += stalled;
+            } else {
+                (*stats).direct_reclaim_episodes += 1;
+                (*stats).direct_reclaim_stall_ns += stalled;
+            }
+        }
+    }
+    0
+}
+
+#[btf_tracepoint(function = "mm_vmscan_memcg_reclaim_begin")]
+pub fn memcg_reclaim_begin(_ctx: BtfTracePointContext) -> i32 {
+    reclaim_begin(RECLAIM_MEMCG)
+}
+
+#[btf_tracepoint(function = "mm_vmscan_memcg_reclaim_end")]
+pub fn memcg_reclaim_end(_ctx: BtfTracePointContext) -> i32 {
+    reclaim_end(RECLAIM_MEMCG)
+}
+
+#[btf_tracepoint(function = "mm_vmscan_direct_reclaim_begin")]
+pub fn direct_reclaim_begin(_ctx: BtfTracePointContext) -> i32 {
+    reclaim_begin(RECLAIM_DIRECT)
+}
+
+#[btf_tracepoint(function = "mm_vmscan_direct_reclaim_end")]
+pub fn direct_reclaim_end(_ctx: BtfTracePointContext) -> i32 {
+    reclaim_end(RECLAIM_DIRECT)
+}
+
+#[btf_tracepoint(function = "mark_victim")]
+pub fn oom_mark_victim(ctx: BtfTracePointContext) -> i32 {
+    // TP_PROTO(struct task_struct *task, uid_t uid) (6.8+)
+    let config = HEADROOM_CONFIG.load();
+    if config.cgroup_mode == 0 {
+        return 0;
+    }
+    let task: *const u8 = ctx.arg(0);
+    let pid: u32 = read(task, config.task_tgid).unwrap_or(0);
+    let memory = task_cgroup(&config, task, Controller::Memory).unwrap_or_default();
+    let cpu = task_cgroup(&config, task, Controller::Cpu).unwrap_or_default();
+    if memory.id != 0 {
+        if let Some(stats) = stats_for(&memory) {
+            // SAFETY: per-CPU value of this CPU.
+            unsafe { (*stats).oom_kills += 1 };
+        }
+    }
+    debug!(&ctx, "oom victim pid {} memcg {}", pid, memory.id);
+    let comm: [u8; 16] = read(task, config.task_comm).unwrap_or([0; 16]);
+    emit(ProbeEvent {
+        kind: EventKind::OomKill as u32,
+        pid,
+        // SAFETY: plain helper call.
+        timestamp_ns: unsafe { bpf_ktime_get_ns() },
+        cgroup: memory,
+        cpu_cgroup: cpu,
+        comm,
+    });
+    0
+}
+
+#[inline(always)]
+fn cgroup_event(ctx: &BtfTracePointContext, kind: EventKind) -> i32 {
+    // TP_PROTO(struct cgroup *cgrp, const char *path)
+    let config = HEADROOM_CONFIG.load();
+    if config.cgroup_mode == 0 {
+        return 0;
+    }
+    let cgroup: *const u8 = ctx.arg(0);
+    let Ok(root) = read::<*const u8>(cgroup, config.cgroup_root) else { return 0 };
+    let Ok(hierarchy_id) = read::<i32>(root, config.cgroup_root_hierarchy_id) else { return 0 };
+    let Ok(kn) = read::<*const u8>(cgroup, config.cgroup_kn) else { return 0 };
+    let Ok(id) = read::<u64>(kn, config.kernfs_node_id) else { return 0 };
+    emit(ProbeEvent {
+        kind: kind as u32,
+        pid: 0,
+        // SAFETY: plain helper call.
+        timestamp_ns: unsafe { bpf_ktime_get_ns() },
+        cgroup: CgroupKey::new(hierarchy_id as u32, id),
+        cpu_cgroup: CgroupKey::default(),
+        comm: [0; 16],
+    });
+    0
+}
+
+#[btf_tracepoint(function = "cgroup_mkdir")]
+pub fn cgroup_mkdir(ctx: BtfTracePointContext) -> i32 {
+    cgroup_event(&ctx, EventKind::CgroupMkdir)
+}
+
+#[btf_tracepoint(function = "cgroup_rmdir")]
+pub fn cgroup_rmdir(ctx: BtfTracePointContext) -> i32 {
+    cgroup_event(&ctx, EventKind::CgroupRmdir)
+}
+
+#[inline(always)]
+fn emit(event: ProbeEvent) {
+    if EVENTS.output::<ProbeEvent>(&event, 0).is_err() {
+        bump(counter::EVENTS_DROPPED);
+    }
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

@@ -1,0 +1,155 @@
+//! Reservation ledger: room promised to in-flight resizes, so that the room freed by evicting
+//! victims is not taken by anything else before the kubelet allocates the resize. Time is passed in,
+//! so the ledger is pure and testable.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use thiserror::Error;
+
+use crate::Resources;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub id: String,
+    /// `namespace/name` of the Pod the room is promised to.
+    pub pod: String,
+    pub amount: Resources,
+    pub expires_at: Instant,
+}
+
+impl Reservation {
+    pub fn is_live(&self, now: Instant) -> bool {
+        self.expires_at > now
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LedgerError {
+    #[error("reservation {0:?} already exists")]
+    DuplicateId(String),
+    #[error("reservation amount {0} is negative")]
+    NegativeAmount(Resources),
+    #[error("reservation {id:?} would already be expired")]
+    AlreadyExpired { id: String },
+    #[error("reservation of {requested} does not fit: {available} available, {reserved} already reserved")]
+    InsufficientHeadroom { requested: Resources, available: Resources, reserved: Resources },
+}
+
+/// Reservations by id. Expired entries stop counting at once (`total`) and are removed by `expire`.
+#[derive(Clone, Debug, Default)]
+pub struct ReservationLedger {
+    reservations: BTreeMap<String, Reservation>,
+}
+
+impl ReservationLedger {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Promises `amount` to `pod` until `expires_at`.
+    ///
+    /// `available` is the room before this ledger's reservations (`allocatable − allocated`); the
+    /// reservation is refused if, together with the reservations still live at `now`, it would exceed
+    /// it — two resizes can never be promised the same room. An id that is still present (even if
+    /// expired but not yet `expire`d) is refused.
+    pub fn reserve(
+        &mut self,
+        id: impl Into<String>,
+        pod: impl Into<String>,
+        amount: Resources,
+        expires_at: Instant,
+        now: Instant,
+        available: Resources,
+    ) -> Result<(), LedgerError> {
+        let id = id.into();
+        if self.reservations.contains_key(&id) {
+            return Err(LedgerError::DuplicateId(id));
+        }
+        if !Resources::ZERO.fits_within(&amount) {
+            return Err(LedgerError::NegativeAmount(amount));
+        }
+        if expires_at <= now {
+            return Err(LedgerError::AlreadyExpired { id });
+        }
+        let reserved = self.total(now);
+        let insufficient =
+            || LedgerError::InsufficientHeadroom { requested: amount, available, reserved };
+        let wanted = reserved.checked_add(amount).ok_or_else(insufficient)?;
+        if !wanted.fits_within(&available) {
+            return Err(insufficient());
+        }
+        let pod = pod.into();
+        self.reservations.insert(id.clone(), Reservation { id, pod, amount, expires_at });
+        Ok(())
+    }
+
+    /// Releases a reservation (resize completed or failed); `None` if unknown.
+    pub fn release(&mut self, id: &str) -> Option<Reservation> {
+        self.reservations.remove(id)
+    }
+
+    /// Removes and returns the reservations expired at `now`.
+    pub fn expire(&mut self, now: Instant) -> Vec<Reservation> {
+        let expired: Vec<String> =
+            self.reservations.values().filter(|r| !r.is_live(now)).map(|r| r.id.clone()).collect();
+        expired.into_iter().filter_map(|id| self.reservations.remove(&id)).collect()
+    }
+
+    /// Sum of the reservations live at `now` (saturating; amounts are bounded by `available` anyway).
+    pub fn total(&self, now: Instant) -> Resources {
+        self.reservations
+            .values()
+            .filter(|r| r.is_live(now))
+            .fold(Resources::ZERO, |sum, r| sum.saturating_add(r.amount))
+    }
+
+    /// All reservations (live or not yet expired out), ordered by id.
+    pub fn iter(&self) -> impl Iterator<Item = &Reservation> {
+        self.reservations.values()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Reservation> {
+        self.reservations.get(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.reservations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reservations.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn refuses_double_promise_and_expires() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(30);
+        let available = Resources::new(2000, 1 << 30);
+        let mut ledger = ReservationLedger::new();
+        ledger.reserve("r1", "default/a", Resources::new(1500, 0), later, now, available).expect("fits");
+        let err = ledger.reserve("r2", "default/b", Resources::new(1000, 0), later, now, available);
+        assert!(matches!(err, Err(LedgerError::InsufficientHeadroom { .. })), "{err:?}");
+        assert_eq!(
+            ledger.reserve("r1", "default/b", Resources::new(1, 0), later, now, available),
+            Err(LedgerError::DuplicateId("r1".into()))
+        );
+        assert!(ledger.reserve("r3", "x/y", Resources::new(-1, 0), later, now, available).is_err());
+        assert!(ledger.reserve("r4", "x/y", Resources::new(1, 0), now, now, available).is_err());
+        assert_eq!(ledger.total(now), Resources::new(1500, 0));
+        assert_eq!(ledger.total(later), Resources::ZERO);
+        let expired = ledger.expire(later);
+        assert_eq!(expired.len(), 1);
+        assert!(ledger.is_empty());
+        ledger.reserve("r2", "default/b", Resources::new(1000, 0), later, now, available).expect("fits now");
+        assert_eq!(ledger.release("r2").map(|r| r.pod), Some("default/b".to_string()));
+        assert_eq!(ledger.release("r2"), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! Scheduler shim (filled in by the shim work).

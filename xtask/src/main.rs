@@ -1,0 +1,209 @@
+//! `cargo xtask …`: everything a fresh machine needs, then the project's jobs.
+//!
+//! Every step is idempotent and prints one progress line (`xtask: …`), so a second run on a
+//! set-up machine is fast and says what it skipped.
+mod setup;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "headroom's developer and CI tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what is missing: rust-src, bpf-linker (against rustc's LLVM), Debian packages.
+    Setup,
+    /// Build the probes for bpfel-unknown-none into target/bpf/headroom-probes.o.
+    BuildEbpf,
+    /// Set up, build the probes, then build every binary in release mode.
+    Build,
+    /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
+    Demo {
+        /// Extra arguments for the demo.
+        #[arg(trailing_var_arg = true)]
+        args: Vec<String>,
+    },
+    /// Run every test (privileged ones too when root), lints, and the benchmarks' quick mode.
+    Test {
+        /// Skip `cargo fmt --check` and `cargo clippy`.
+        #[arg(long)]
+        no_lint: bool,
+        /// Skip the benchmarks' quick mode.
+        #[arg(long)]
+        no_bench: bool,
+    },
+    /// Run benchmarks (all, or one by name) and write target/bench/report.{md,json}.
+    Bench {
+        /// Benchmark names; none means all.
+        names: Vec<String>,
+        /// Run each briefly, as a smoke test.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root();
+    match cli.task {
+        Task::Setup => setup::run(),
+        Task::BuildEbpf => build_ebpf(&root).map(drop),
+        Task::Build => {
+            setup::run()?;
+            build_ebpf(&root)?;
+            cargo(&root, &["build", "--release", "--workspace", "--bins"])
+        }
+        Task::Demo { args } => {
+            setup::run()?;
+            build_ebpf(&root)?;
+            cargo(&root, &["build", "--release", "--workspace", "--bins"])?;
+            let mut demo = Command::new(root.join("target/release/headroom-shim"));
+            demo.arg("demo").args(args);
+            run(&mut demo)
+        }
+        Task::Test { no_lint, no_bench } => test(&root, no_lint, no_bench),
+        Task::Bench { names, quick } => {
+            setup::run()?;
+            build_ebpf(&root)?;
+            bench(&root, &names, quick)
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Whether this process runs as root (the privileged tests need it).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
+    setup::run()?;
+    build_ebpf(root)?;
+    if !no_lint {
+        progress("lint: cargo fmt --check");
+        cargo(root, &["fmt", "--all", "--", "--check"])?;
+        progress("lint: cargo clippy --all-targets -- -D warnings");
+        cargo(root, &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    }
+    let mut test = Command::new("cargo");
+    test.current_dir(root).args(["test", "--workspace", "--", "--test-threads=1"]);
+    if is_root() {
+        // On these machines the privileged tests must run: a skip becomes a failure.
+        test.env("HEADROOM_REQUIRE_PRIVILEGED", "1");
+        progress("test: running as root; privileged tests are required to run");
+    } else {
+        progress("test: not root; privileged tests will report SKIPPED with the reason");
+    }
+    run(&mut test)?;
+    if !no_bench {
+        bench(root, &[], true)?;
+    }
+    Ok(())
+}
+
+/// Benchmarks in the order a report reads them.
+const BENCHMARKS: &[&str] = &["probes", "pipeline", "actuation", "shim", "e2e"];
+
+fn bench(root: &Path, names: &[String], quick: bool) -> Result<()> {
+    let available: Vec<&str> = BENCHMARKS
+        .iter()
+        .copied()
+        .filter(|name| root.join(format!("bench/src/bin/{name}.rs")).exists())
+        .collect();
+    let selected: Vec<&str> = if names.is_empty() {
+        available.clone()
+    } else {
+        for name in names {
+            if !BENCHMARKS.contains(&name.as_str()) {
+                bail!("unknown benchmark `{name}`; known: {}", BENCHMARKS.join(", "));
+            }
+            if !available.contains(&name.as_str()) {
+                bail!("benchmark `{name}` is not written yet (no bench/src/bin/{name}.rs)");
+            }
+        }
+        names.iter().map(String::as_str).collect()
+    };
+    cargo(root, &["build", "--release", "--workspace", "--bins"])?;
+    let out_dir = root.join("target/bench");
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("create {}", out_dir.display()))?;
+    for name in &selected {
+        progress(&format!("bench: {name}{}", if quick { " (quick)" } else { "" }));
+        let mut cmd = Command::new(root.join(format!("target/release/{name}")));
+        cmd.current_dir(root).arg("--out").arg(&out_dir);
+        if quick {
+            cmd.arg("--quick");
+        }
+        run(&mut cmd)?;
+    }
+    let mut report = Command::new(root.join("target/release/report"));
+    report.current_dir(root).arg("--out").arg(&out_dir);
+    if root.join("bench/src/bin/report.rs").exists() {
+        run(&mut report)?;
+    }
+    Ok(())
+}
+
+/// Builds the probes and copies the object where `daemon/build.rs` looks for it.
+fn build_ebpf(root: &Path) -> Result<PathBuf> {
+    progress("build-ebpf: cargo build --release --target bpfel-unknown-none -Z build-std=core");
+    let ebpf = root.join("ebpf");
+    let target_dir = root.join("target/ebpf");
+    let mut build = Command::new("cargo");
+    build
+        .current_dir(&ebpf)
+        // Stable rustc with RUSTC_BOOTSTRAP: `-Z build-std` without depending on a nightly.
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_TARGET_DIR", &target_dir)
+        // The host workspace's flags (coverage, sanitizers) must not leak into BPF code.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env("PATH", setup::path_with_cargo_bin())
+        .args(["build", "--release", "--locked"]);
+    run(&mut build)?;
+    let built = target_dir.join("bpfel-unknown-none/release/headroom");
+    let object = root.join("target/bpf/headroom-probes.o");
+    std::fs::create_dir_all(root.join("target/bpf"))?;
+    let fresh = std::fs::read(&built).with_context(|| format!("read {}", built.display()))?;
+    if std::fs::read(&object).ok().as_deref() != Some(fresh.as_slice()) {
+        std::fs::write(&object, &fresh).with_context(|| format!("write {}", object.display()))?;
+    }
+    progress(&format!("build-ebpf: {} ({} bytes)", object.display(), fresh.len()));
+    Ok(object)
+}
+
+fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(root).args(args);
+    run(&mut cmd)
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+fn progress(line: &str) {
+    println!("xtask: {line}");
+}
