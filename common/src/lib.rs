@@ -35,7 +35,11 @@ pub struct CgroupKey {
 impl CgroupKey {
     /// A key for cgroup `id` of hierarchy `hierarchy_id`.
     pub const fn new(hierarchy_id: u32, id: u64) -> Self {
-        Self { hierarchy_id, pad: 0, id }
+        Self {
+            hierarchy_id,
+            pad: 0,
+            id,
+        }
     }
 }
 

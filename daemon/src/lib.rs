@@ -5,6 +5,7 @@
 //! [`observe`] (the `headroomd observe` report).
 pub mod cgroups;
 pub mod observe;
+pub mod pipeline;
 pub mod probes;
 
 /// Logs to stderr with `RUST_LOG`-style filtering (default `info`); also forwards the `log`
@@ -12,5 +13,8 @@ pub mod probes;
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

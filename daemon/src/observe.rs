@@ -134,8 +134,12 @@ pub struct Observation {
 impl Observation {
     /// Starts with a fresh walk of the probes' hierarchies.
     pub fn new(probes: &Probes) -> Self {
-        let mut observation =
-            Self { index: HashMap::new(), victims: HashMap::new(), malformed_events: 0, index_dirty: true };
+        let mut observation = Self {
+            index: HashMap::new(),
+            victims: HashMap::new(),
+            malformed_events: 0,
+            index_dirty: true,
+        };
         observation.refresh_index(probes);
         observation
     }
@@ -165,9 +169,16 @@ impl Observation {
             _ => {}
         });
         for event in victims {
-            let comm_len = event.comm.iter().position(|&c| c == 0).unwrap_or(event.comm.len());
+            let comm_len = event
+                .comm
+                .iter()
+                .position(|&c| c == 0)
+                .unwrap_or(event.comm.len());
             let comm = String::from_utf8_lossy(&event.comm[..comm_len]).into_owned();
-            self.victims.entry(event.cgroup).or_default().push(OomVictim { pid: event.pid, comm });
+            self.victims
+                .entry(event.cgroup)
+                .or_default()
+                .push(OomVictim { pid: event.pid, comm });
         }
         if dirty {
             self.index_dirty = true;
@@ -180,7 +191,14 @@ impl Observation {
         let mut reports: Vec<CgroupReport> = stats
             .iter()
             .filter(|(key, s)| **s != CgroupStats::ZERO || self.victims.contains_key(key))
-            .map(|(key, s)| CgroupReport::new(*key, s, self.index.get(key), self.victims.get(key).cloned().unwrap_or_default()))
+            .map(|(key, s)| {
+                CgroupReport::new(
+                    *key,
+                    s,
+                    self.index.get(key),
+                    self.victims.get(key).cloned().unwrap_or_default(),
+                )
+            })
             .collect();
         reports.sort_by(|a, b| a.paths.cmp(&b.paths).then(a.cgroup_id.cmp(&b.cgroup_id)));
         reports
@@ -190,14 +208,20 @@ impl Observation {
 /// Runs `headroomd observe`.
 pub fn run(args: &ObserveArgs) -> Result<()> {
     ensure_tracefs();
-    let options = ProbeOptions { btf_path: args.btf.clone(), probe_log: args.probe_log, ..ProbeOptions::default() };
+    let options = ProbeOptions {
+        btf_path: args.btf.clone(),
+        probe_log: args.probe_log,
+        ..ProbeOptions::default()
+    };
     let mut probes = Probes::load(&options).context("cannot observe")?;
     let duration = Duration::try_from_secs_f64(args.duration)
         .with_context(|| format!("--duration {} is not a usable number of seconds", args.duration))?;
     let mut observation = Observation::new(&probes);
     let deadline = Instant::now() + duration;
     while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100).min(deadline.saturating_duration_since(Instant::now())));
+        std::thread::sleep(
+            Duration::from_millis(100).min(deadline.saturating_duration_since(Instant::now())),
+        );
         observation.poll(&mut probes);
     }
     observation.poll(&mut probes);
@@ -225,12 +249,21 @@ pub fn run(args: &ObserveArgs) -> Result<()> {
 fn print_table(reports: &[CgroupReport]) {
     println!(
         "{:<60} {:>9} {:>11} {:>10} {:>10} {:>9} {:>11} {:>11} {:>4}",
-        "CGROUP", "THROTTLED", "THROTTLE_MS", "RUNQ_P50", "RUNQ_P99", "RECLAIMS", "MEMCG_STALL", "DIRECT_MS", "OOM"
+        "CGROUP",
+        "THROTTLED",
+        "THROTTLE_MS",
+        "RUNQ_P50",
+        "RUNQ_P99",
+        "RECLAIMS",
+        "MEMCG_STALL",
+        "DIRECT_MS",
+        "OOM"
     );
     for r in reports {
-        let path = r.paths.first().map_or_else(|| format!("<gone {}:{}>", r.hierarchy_id, r.cgroup_id), |p| {
-            p.display().to_string()
-        });
+        let path = r.paths.first().map_or_else(
+            || format!("<gone {}:{}>", r.hierarchy_id, r.cgroup_id),
+            |p| p.display().to_string(),
+        );
         let fmt_us = |ns: Option<u64>| ns.map_or_else(|| "-".to_string(), |ns| format!("{}us", ns / 1000));
         println!(
             "{:<60} {:>9} {:>11.1} {:>10} {:>10} {:>9} {:>9.1}ms {:>9.1}ms {:>4}",
@@ -278,5 +311,8 @@ pub fn ensure_tracefs() {
 
 /// Sorted summary for tests and tools: key → report.
 pub fn by_key(reports: &[CgroupReport]) -> BTreeMap<(u32, u64), &CgroupReport> {
-    reports.iter().map(|r| ((r.hierarchy_id, r.cgroup_id), r)).collect()
+    reports
+        .iter()
+        .map(|r| ((r.hierarchy_id, r.cgroup_id), r))
+        .collect()
 }

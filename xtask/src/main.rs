@@ -102,10 +102,14 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
         progress("lint: cargo fmt --check");
         cargo(root, &["fmt", "--all", "--", "--check"])?;
         progress("lint: cargo clippy --all-targets -- -D warnings");
-        cargo(root, &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+        cargo(
+            root,
+            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        )?;
     }
     let mut test = Command::new("cargo");
-    test.current_dir(root).args(["test", "--workspace", "--", "--test-threads=1"]);
+    test.current_dir(root)
+        .args(["test", "--workspace", "--", "--test-threads=1"]);
     if is_root() {
         // On these machines the privileged tests must run: a skip becomes a failure.
         test.env("HEADROOM_REQUIRE_PRIVILEGED", "1");
@@ -186,7 +190,11 @@ fn build_ebpf(root: &Path) -> Result<PathBuf> {
     if std::fs::read(&object).ok().as_deref() != Some(fresh.as_slice()) {
         std::fs::write(&object, &fresh).with_context(|| format!("write {}", object.display()))?;
     }
-    progress(&format!("build-ebpf: {} ({} bytes)", object.display(), fresh.len()));
+    progress(&format!(
+        "build-ebpf: {} ({} bytes)",
+        object.display(),
+        fresh.len()
+    ));
     Ok(object)
 }
 

@@ -60,7 +60,12 @@ fn rust_src() -> Result<()> {
 
 fn bpf_linker() -> Result<()> {
     let linker = cargo_home().join("bin/bpf-linker");
-    if linker.exists() && Command::new(&linker).arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if linker.exists()
+        && Command::new(&linker)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    {
         progress("setup: bpf-linker present");
         return Ok(());
     }
@@ -98,8 +103,18 @@ fn bpf_linker() -> Result<()> {
     ));
     run(Command::new("cargo")
         .env("LLVM_PREFIX", &prefix)
-        .args(["install", "--locked", "bpf-linker", "--version", BPF_LINKER_VERSION])
-        .args(["--no-default-features", "--features", &format!("llvm-{llvm_major}")]))
+        .args([
+            "install",
+            "--locked",
+            "bpf-linker",
+            "--version",
+            BPF_LINKER_VERSION,
+        ])
+        .args([
+            "--no-default-features",
+            "--features",
+            &format!("llvm-{llvm_major}"),
+        ]))
 }
 
 fn file_name(path: &Path) -> Result<String> {

@@ -48,8 +48,15 @@ impl CgroupHost {
     pub fn detect() -> Result<Self, HostError> {
         let root = Path::new("/sys/fs/cgroup");
         if statfs_type(root) == Some(CGROUP2_SUPER_MAGIC) {
-            let unified = Hierarchy { id: UNIFIED_HIERARCHY_ID, mount: root.to_path_buf() };
-            return Ok(Self { mode: CgroupMode::Unified, cpu: unified.clone(), memory: unified });
+            let unified = Hierarchy {
+                id: UNIFIED_HIERARCHY_ID,
+                mount: root.to_path_buf(),
+            };
+            return Ok(Self {
+                mode: CgroupMode::Unified,
+                cpu: unified.clone(),
+                memory: unified,
+            });
         }
         let proc_cgroups = read("/proc/cgroups")?;
         let mountinfo = read("/proc/self/mountinfo")?;
@@ -73,21 +80,34 @@ impl CgroupHost {
                 .ok_or(HostError::ControllerNotMounted(controller))?;
             Ok(Hierarchy { id, mount })
         };
-        Ok(Self { mode: CgroupMode::Legacy, cpu: find("cpu")?, memory: find("memory")? })
+        Ok(Self {
+            mode: CgroupMode::Legacy,
+            cpu: find("cpu")?,
+            memory: find("memory")?,
+        })
     }
 
     /// The distinct hierarchies (one on v2, usually two on v1).
     pub fn hierarchies(&self) -> Vec<&Hierarchy> {
-        if self.cpu == self.memory { vec![&self.cpu] } else { vec![&self.cpu, &self.memory] }
+        if self.cpu == self.memory {
+            vec![&self.cpu]
+        } else {
+            vec![&self.cpu, &self.memory]
+        }
     }
 }
 
 fn read(path: &str) -> Result<String, HostError> {
-    std::fs::read_to_string(path).map_err(|source| HostError::Read { path: path.into(), source })
+    std::fs::read_to_string(path).map_err(|source| HostError::Read {
+        path: path.into(),
+        source,
+    })
 }
 
 fn statfs_type(path: &Path) -> Option<i64> {
-    nix::sys::statfs::statfs(path).ok().map(|s| s.filesystem_type().0 as i64)
+    nix::sys::statfs::statfs(path)
+        .ok()
+        .map(|s| s.filesystem_type().0 as i64)
 }
 
 /// `(controller, hierarchy id)` rows of `/proc/cgroups` (header and malformed lines skipped).
@@ -116,7 +136,10 @@ pub fn parse_cgroup_mounts(mountinfo: &str) -> Vec<(PathBuf, Vec<String>)> {
             }
             let super_options = right.nth(1)?;
             let mount = left.split_whitespace().nth(4)?;
-            Some((PathBuf::from(unescape_mount(mount)), super_options.split(',').map(str::to_string).collect()))
+            Some((
+                PathBuf::from(unescape_mount(mount)),
+                super_options.split(',').map(str::to_string).collect(),
+            ))
         })
         .collect()
 }
@@ -128,7 +151,10 @@ fn unescape_mount(field: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            if let Some(code) = std::str::from_utf8(&bytes[i + 1..i + 4]).ok().and_then(|d| u8::from_str_radix(d, 8).ok()) {
+            if let Some(code) = std::str::from_utf8(&bytes[i + 1..i + 4])
+                .ok()
+                .and_then(|d| u8::from_str_radix(d, 8).ok())
+            {
                 out.push(code);
                 i += 4;
                 continue;
@@ -157,8 +183,20 @@ mod tests {
     fn hybrid_layout_from_tables() {
         let host = CgroupHost::from_v1_tables(PROC_CGROUPS, MOUNTINFO).expect("layout");
         assert_eq!(host.mode, CgroupMode::Legacy);
-        assert_eq!(host.cpu, Hierarchy { id: 1, mount: "/sys/fs/cgroup/cpu".into() });
-        assert_eq!(host.memory, Hierarchy { id: 4, mount: "/sys/fs/cgroup/memory".into() });
+        assert_eq!(
+            host.cpu,
+            Hierarchy {
+                id: 1,
+                mount: "/sys/fs/cgroup/cpu".into()
+            }
+        );
+        assert_eq!(
+            host.memory,
+            Hierarchy {
+                id: 4,
+                mount: "/sys/fs/cgroup/memory".into()
+            }
+        );
         assert_eq!(host.hierarchies().len(), 2);
     }
 
@@ -173,7 +211,10 @@ mod tests {
     #[test]
     fn missing_controller_is_a_clear_error() {
         let err = CgroupHost::from_v1_tables("memory\t4\t1\t1\n", MOUNTINFO).expect_err("no cpu");
-        assert_eq!(err.to_string(), "no cgroup v1 hierarchy is mounted for the `cpu` controller and /sys/fs/cgroup is not cgroup2");
+        assert_eq!(
+            err.to_string(),
+            "no cgroup v1 hierarchy is mounted for the `cpu` controller and /sys/fs/cgroup is not cgroup2"
+        );
     }
 
     #[test]

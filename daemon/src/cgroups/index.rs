@@ -50,15 +50,22 @@ impl CgroupIndex {
             self.skipped += 1;
             return;
         };
-        let relative = dir.strip_prefix(&hierarchy.mount).map_or_else(
-            |_| "/".to_string(),
-            |rel| format!("/{}", rel.to_string_lossy()),
-        );
-        let relative = if relative == "/" { relative } else { relative.trim_end_matches('/').to_string() };
+        let relative = dir
+            .strip_prefix(&hierarchy.mount)
+            .map_or_else(|_| "/".to_string(), |rel| format!("/{}", rel.to_string_lossy()));
+        let relative = if relative == "/" {
+            relative
+        } else {
+            relative.trim_end_matches('/').to_string()
+        };
         let pod = parse_pod_path(&relative);
         self.by_key.insert(
             CgroupKey::new(hierarchy.id, meta.ino()),
-            CgroupInfo { path: dir.to_path_buf(), relative, pod },
+            CgroupInfo {
+                path: dir.to_path_buf(),
+                relative,
+                pod,
+            },
         );
         let Ok(entries) = std::fs::read_dir(dir) else {
             self.skipped += 1;
@@ -97,8 +104,13 @@ impl CgroupIndex {
     }
 
     /// Every cgroup of a Pod (all hierarchies, Pod level and containers).
-    pub fn pod_cgroups<'a>(&'a self, pod_uid: &'a str) -> impl Iterator<Item = (&'a CgroupKey, &'a CgroupInfo)> {
-        self.by_key.iter().filter(move |(_, info)| info.pod.as_ref().is_some_and(|p| p.pod_uid == pod_uid))
+    pub fn pod_cgroups<'a>(
+        &'a self,
+        pod_uid: &'a str,
+    ) -> impl Iterator<Item = (&'a CgroupKey, &'a CgroupInfo)> {
+        self.by_key
+            .iter()
+            .filter(move |(_, info)| info.pod.as_ref().is_some_and(|p| p.pod_uid == pod_uid))
     }
 }
 
@@ -123,29 +135,56 @@ mod tests {
         std::fs::write(tmp.path().join("cgroup.procs"), "1\n").expect("write");
         std::fs::create_dir_all(tmp.path().join("system.slice/containerd.service")).expect("mkdir");
         std::os::unix::fs::symlink(tmp.path(), tmp.path().join("loop")).expect("symlink");
-        let hierarchy = Hierarchy { id: hierarchy_id, mount: tmp.path().to_path_buf() };
+        let hierarchy = Hierarchy {
+            id: hierarchy_id,
+            mount: tmp.path().to_path_buf(),
+        };
         let index = CgroupIndex::build(&[&hierarchy]);
-        let container_dir = tmp.path().join(dirs.last().expect("dirs").trim_start_matches('/'));
-        let info = index.get(&CgroupKey::new(hierarchy_id, ino(&container_dir))).expect("container indexed");
+        let container_dir = tmp
+            .path()
+            .join(dirs.last().expect("dirs").trim_start_matches('/'));
+        let info = index
+            .get(&CgroupKey::new(hierarchy_id, ino(&container_dir)))
+            .expect("container indexed");
         let pod = info.pod.as_ref().expect("pod recognised");
         assert_eq!(pod.pod_uid, UID);
         assert_eq!(pod.container.as_deref(), Some(expect_container));
-        let system = index.get(&CgroupKey::new(hierarchy_id, ino(&tmp.path().join("system.slice")))).expect("system");
+        let system = index
+            .get(&CgroupKey::new(
+                hierarchy_id,
+                ino(&tmp.path().join("system.slice")),
+            ))
+            .expect("system");
         assert_eq!(system.pod, None);
         // Same inode, other hierarchy: a different cgroup (v1 ids collide across hierarchies).
-        assert!(index.get(&CgroupKey::new(hierarchy_id + 1, ino(&container_dir))).is_none());
+        assert!(
+            index
+                .get(&CgroupKey::new(hierarchy_id + 1, ino(&container_dir)))
+                .is_none()
+        );
         assert_eq!(index.pod_cgroups(UID).count(), 2);
     }
 
     #[test]
     fn v1_cgroupfs_driver_tree() {
-        check_layout(4, &[format!("/kubepods/burstable/pod{UID}"), format!("/kubepods/burstable/pod{UID}/abc123")], "abc123");
+        check_layout(
+            4,
+            &[
+                format!("/kubepods/burstable/pod{UID}"),
+                format!("/kubepods/burstable/pod{UID}/abc123"),
+            ],
+            "abc123",
+        );
     }
 
     #[test]
     fn v1_systemd_driver_tree() {
         let pod = format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice");
-        check_layout(1, &[pod.clone(), format!("{pod}/cri-containerd-abc123.scope")], "abc123");
+        check_layout(
+            1,
+            &[pod.clone(), format!("{pod}/cri-containerd-abc123.scope")],
+            "abc123",
+        );
     }
 
     #[test]
@@ -158,12 +197,19 @@ mod tests {
     fn v2_docker_and_headroom_trees() {
         let pod = format!("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_}.slice");
         check_layout(0, &[pod.clone(), format!("{pod}/docker-0a1b.scope")], "0a1b");
-        check_layout(0, &[format!("/headroom/pod{UID}"), format!("/headroom/pod{UID}/app")], "app");
+        check_layout(
+            0,
+            &[format!("/headroom/pod{UID}"), format!("/headroom/pod{UID}/app")],
+            "app",
+        );
     }
 
     #[test]
     fn vanished_root_is_counted_not_fatal() {
-        let hierarchy = Hierarchy { id: 1, mount: PathBuf::from("/nonexistent/headroom/cgroup") };
+        let hierarchy = Hierarchy {
+            id: 1,
+            mount: PathBuf::from("/nonexistent/headroom/cgroup"),
+        };
         let index = CgroupIndex::build(&[&hierarchy]);
         assert!(index.is_empty());
         assert_eq!(index.skipped, 1);

@@ -21,7 +21,10 @@ pub struct PodCgroup {
 pub fn parse_pod_path(relative: &str) -> Option<PodCgroup> {
     let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
     // Find the Pod level: the first component naming a Pod, in any layout.
-    let (index, pod_uid) = parts.iter().enumerate().find_map(|(i, part)| pod_uid_of(part).map(|uid| (i, uid)))?;
+    let (index, pod_uid) = parts
+        .iter()
+        .enumerate()
+        .find_map(|(i, part)| pod_uid_of(part).map(|uid| (i, uid)))?;
     // A Pod directory only counts under a known parent (kubepods… or headroom).
     let root = parts.first()?;
     let known_root = root.starts_with("kubepods") || *root == "headroom";
@@ -34,7 +37,11 @@ pub fn parse_pod_path(relative: &str) -> Option<PodCgroup> {
         Some(child) if parts.len() == index + 2 => Some(container_id_of(child)?),
         Some(_) => return None, // deeper than a container: not ours to name
     };
-    Some(PodCgroup { pod_uid, container, qos })
+    Some(PodCgroup {
+        pod_uid,
+        container,
+        qos,
+    })
 }
 
 /// `pod<uid>` (cgroupfs driver, headroom) or `kubepods[-qos]-pod<uid_with_underscores>.slice`.
@@ -51,7 +58,8 @@ fn pod_uid_of(part: &str) -> Option<String> {
 fn is_uid(text: &str) -> bool {
     // RFC 4122 text form; static Pods use the config hash (32 hex digits) instead.
     let hex_or_dash = text.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    hex_or_dash && (text.len() == 36 && text.matches('-').count() == 4 || text.len() == 32 && !text.contains('-'))
+    hex_or_dash
+        && (text.len() == 36 && text.matches('-').count() == 4 || text.len() == 32 && !text.contains('-'))
 }
 
 fn qos_of(part: &str) -> Option<&'static str> {
@@ -89,12 +97,17 @@ mod tests {
     const CID: &str = "4f1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcdef";
 
     fn pod(container: Option<&str>, qos: Option<&'static str>) -> Option<PodCgroup> {
-        Some(PodCgroup { pod_uid: UID.into(), container: container.map(str::to_string), qos })
+        Some(PodCgroup {
+            pod_uid: UID.into(),
+            container: container.map(str::to_string),
+            qos,
+        })
     }
 
     #[test]
     fn systemd_driver_layouts() {
-        let burstable = format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice");
+        let burstable =
+            format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice");
         assert_eq!(parse_pod_path(&burstable), pod(None, Some("burstable")));
         assert_eq!(
             parse_pod_path(&format!("{burstable}/cri-containerd-{CID}.scope")),
@@ -102,21 +115,31 @@ mod tests {
         );
         let guaranteed = format!("/kubepods.slice/kubepods-pod{UID_}.slice/crio-{CID}.scope");
         assert_eq!(parse_pod_path(&guaranteed), pod(Some(CID), None));
-        let besteffort =
-            format!("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_}.slice/docker-{CID}.scope");
+        let besteffort = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_}.slice/docker-{CID}.scope"
+        );
         assert_eq!(parse_pod_path(&besteffort), pod(Some(CID), Some("besteffort")));
     }
 
     #[test]
     fn cgroupfs_driver_layouts() {
-        assert_eq!(parse_pod_path(&format!("/kubepods/burstable/pod{UID}/{CID}")), pod(Some(CID), Some("burstable")));
+        assert_eq!(
+            parse_pod_path(&format!("/kubepods/burstable/pod{UID}/{CID}")),
+            pod(Some(CID), Some("burstable"))
+        );
         assert_eq!(parse_pod_path(&format!("/kubepods/pod{UID}")), pod(None, None));
-        assert_eq!(parse_pod_path(&format!("kubepods/besteffort/pod{UID}")), pod(None, Some("besteffort")));
+        assert_eq!(
+            parse_pod_path(&format!("kubepods/besteffort/pod{UID}")),
+            pod(None, Some("besteffort"))
+        );
     }
 
     #[test]
     fn headroom_standalone_layout() {
-        assert_eq!(parse_pod_path(&format!("/headroom/pod{UID}/app")), pod(Some("app"), None));
+        assert_eq!(
+            parse_pod_path(&format!("/headroom/pod{UID}/app")),
+            pod(Some("app"), None)
+        );
     }
 
     #[test]

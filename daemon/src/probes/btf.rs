@@ -47,14 +47,19 @@ pub struct KernelBtf {
 impl KernelBtf {
     /// Reads BTF from `path` (normally `/sys/kernel/btf/vmlinux`).
     pub fn from_file(path: &Path) -> Result<Self, BtfError> {
-        Btf::from_file(path).map(|btf| Self { btf }).map_err(|e| BtfError::Unreadable {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
+        Btf::from_file(path)
+            .map(|btf| Self { btf })
+            .map_err(|e| BtfError::Unreadable {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })
     }
 
     fn find_struct(&self, name: &str) -> Result<btf_rs::Struct, BtfError> {
-        let types = self.btf.resolve_types_by_name(name).map_err(|_| BtfError::MissingType(name.into()))?;
+        let types = self
+            .btf
+            .resolve_types_by_name(name)
+            .map_err(|_| BtfError::MissingType(name.into()))?;
         types
             .into_iter()
             .find_map(|t| match t {
@@ -90,7 +95,11 @@ impl KernelBtf {
                 return Some((member.bit_offset(), member.bitfield_size(), ty));
             }
             if member_name.is_empty() {
-                let inner = self.btf.resolve_chained_type(member).ok().map(|t| self.resolve(t));
+                let inner = self
+                    .btf
+                    .resolve_chained_type(member)
+                    .ok()
+                    .map(|t| self.resolve(t));
                 if let Some(Type::Struct(inner) | Type::Union(inner)) = inner {
                     if let Some((bits, size, ty)) = self.member_bits(&inner, name) {
                         return Some((member.bit_offset() + bits, size, ty));
@@ -103,14 +112,20 @@ impl KernelBtf {
 
     /// Byte offset of `path` (dot separated, e.g. `se.cfs_rq`) inside `struct ty`.
     pub fn offset_of(&self, ty: &str, path: &str) -> Result<u32, BtfError> {
-        let missing = || BtfError::MissingField { ty: ty.into(), field: path.into() };
+        let missing = || BtfError::MissingField {
+            ty: ty.into(),
+            field: path.into(),
+        };
         let mut current = self.find_struct(ty)?;
         let mut bits_total = 0u32;
         let mut parts = path.split('.').peekable();
         while let Some(part) = parts.next() {
             let (bits, bitfield, member_ty) = self.member_bits(&current, part).ok_or_else(missing)?;
             if bitfield.is_some_and(|size| size != 0) || bits % 8 != 0 {
-                return Err(BtfError::Unaligned { ty: ty.into(), field: path.into() });
+                return Err(BtfError::Unaligned {
+                    ty: ty.into(),
+                    field: path.into(),
+                });
             }
             bits_total += bits;
             if parts.peek().is_some() {
@@ -130,7 +145,10 @@ impl KernelBtf {
 
     /// Value of enumerator `name` in `enum ty`.
     pub fn enum_value(&self, ty: &str, name: &str) -> Result<u32, BtfError> {
-        let types = self.btf.resolve_types_by_name(ty).map_err(|_| BtfError::MissingType(ty.into()))?;
+        let types = self
+            .btf
+            .resolve_types_by_name(ty)
+            .map_err(|_| BtfError::MissingType(ty.into()))?;
         for t in types {
             if let Type::Enum(e) = t {
                 for member in &e.members {
@@ -140,7 +158,10 @@ impl KernelBtf {
                 }
             }
         }
-        Err(BtfError::MissingField { ty: format!("enum {ty}"), field: name.into() })
+        Err(BtfError::MissingField {
+            ty: format!("enum {ty}"),
+            field: name.into(),
+        })
     }
 
     /// Fills every offset of [`ProbeConfig`] and picks the throttle model.
@@ -170,7 +191,10 @@ impl KernelBtf {
             config.throttle_model = ThrottleModel::TaskThrottled as u32;
             config.task_throttled = offset;
         } else {
-            match (self.offset_of("task_struct", "se.cfs_rq"), self.offset_of("cfs_rq", "throttled")) {
+            match (
+                self.offset_of("task_struct", "se.cfs_rq"),
+                self.offset_of("cfs_rq", "throttled"),
+            ) {
                 (Ok(se_cfs_rq), Ok(throttled)) => {
                     config.throttle_model = ThrottleModel::CfsRqThrottled as u32;
                     config.task_se_cfs_rq = se_cfs_rq;
@@ -218,11 +242,17 @@ mod tests {
         let Some(btf) = kernel() else { return };
         let se = btf.offset_of("task_struct", "se").expect("se");
         let vruntime = btf.offset_of("sched_entity", "vruntime").expect("vruntime");
-        assert_eq!(btf.offset_of("task_struct", "se.vruntime").expect("se.vruntime"), se + vruntime);
+        assert_eq!(
+            btf.offset_of("task_struct", "se.vruntime").expect("se.vruntime"),
+            se + vruntime
+        );
         assert!(matches!(
             btf.offset_of("task_struct", "no_such_field"),
             Err(BtfError::MissingField { .. })
         ));
-        assert!(matches!(btf.offset_of("no_such_struct_xyz", "x"), Err(BtfError::MissingType(_))));
+        assert!(matches!(
+            btf.offset_of("no_such_struct_xyz", "x"),
+            Err(BtfError::MissingType(_))
+        ));
     }
 }

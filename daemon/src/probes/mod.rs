@@ -79,7 +79,11 @@ pub struct ProbeOptions {
 
 impl Default for ProbeOptions {
     fn default() -> Self {
-        Self { btf_path: PathBuf::from("/sys/kernel/btf/vmlinux"), probe_log: false, run_time_stats: false }
+        Self {
+            btf_path: PathBuf::from("/sys/kernel/btf/vmlinux"),
+            probe_log: false,
+            run_time_stats: false,
+        }
     }
 }
 
@@ -178,7 +182,9 @@ impl Probes {
             // Level 0: every log call is dead code and the verifier drops it.
             loader.override_global(aya_log::LEVEL, &0u8, false);
         }
-        let mut ebpf = loader.load(PROBE_OBJECT).map_err(|e| ProbeError::Load(error_chain(&e)))?;
+        let mut ebpf = loader
+            .load(PROBE_OBJECT)
+            .map_err(|e| ProbeError::Load(error_chain(&e)))?;
         let logger = if options.probe_log {
             aya_log::EbpfLogger::init(&mut ebpf)
                 .map_err(|e| warn!("probe diagnostics unavailable: {e}"))
@@ -194,18 +200,30 @@ impl Probes {
             if let Some(error) = &error {
                 warn!(program, tracepoint, "probe not attached: {error}");
             }
-            programs.push(ProgramStatus { program, tracepoint, error });
+            programs.push(ProgramStatus {
+                program,
+                tracepoint,
+                error,
+            });
         }
         if programs.iter().all(|p| p.error.is_some()) {
-            let reasons: Vec<String> =
-                programs.iter().filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.program))).collect();
+            let reasons: Vec<String> = programs
+                .iter()
+                .filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.program)))
+                .collect();
             return Err(ProbeError::NothingAttached(reasons.join("; ")));
         }
         let events = ebpf
             .take_map("EVENTS")
-            .ok_or(ProbeError::Map { name: "EVENTS", reason: "missing".into() })
+            .ok_or(ProbeError::Map {
+                name: "EVENTS",
+                reason: "missing".into(),
+            })
             .and_then(|map| {
-                RingBuf::try_from(map).map_err(|e| ProbeError::Map { name: "EVENTS", reason: e.to_string() })
+                RingBuf::try_from(map).map_err(|e| ProbeError::Map {
+                    name: "EVENTS",
+                    reason: e.to_string(),
+                })
             })?;
         info!(
             mode = ?host.mode,
@@ -213,7 +231,16 @@ impl Probes {
             attached = programs.iter().filter(|p| p.error.is_none()).count(),
             "probes loaded"
         );
-        Ok(Self { ebpf, events, logger, _stats_enabled: stats_fd, host, throttle_model, programs, warnings })
+        Ok(Self {
+            ebpf,
+            events,
+            logger,
+            _stats_enabled: stats_fd,
+            host,
+            throttle_model,
+            programs,
+            warnings,
+        })
     }
 
     /// Cumulative counters of every cgroup seen so far, summed over CPUs.
@@ -222,8 +249,11 @@ impl Probes {
             name: "CGROUP_STATS",
             reason: "missing".into(),
         })?;
-        let stats: PerCpuHashMap<_, CgroupKey, CgroupStats> = PerCpuHashMap::try_from(map)
-            .map_err(|e| ProbeError::Map { name: "CGROUP_STATS", reason: e.to_string() })?;
+        let stats: PerCpuHashMap<_, CgroupKey, CgroupStats> =
+            PerCpuHashMap::try_from(map).map_err(|e| ProbeError::Map {
+                name: "CGROUP_STATS",
+                reason: e.to_string(),
+            })?;
         let mut out = HashMap::new();
         for entry in stats.iter() {
             // An entry deleted while iterating is skipped, not fatal.
@@ -259,10 +289,20 @@ impl Probes {
 
     /// The probes' own health counters.
     pub fn health(&self) -> Result<ProbeHealth, ProbeError> {
-        let map = self.ebpf.map("COUNTERS").ok_or(ProbeError::Map { name: "COUNTERS", reason: "missing".into() })?;
-        let counters: PerCpuArray<_, u64> =
-            PerCpuArray::try_from(map).map_err(|e| ProbeError::Map { name: "COUNTERS", reason: e.to_string() })?;
-        let sum = |index: u32| counters.get(&index, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+        let map = self.ebpf.map("COUNTERS").ok_or(ProbeError::Map {
+            name: "COUNTERS",
+            reason: "missing".into(),
+        })?;
+        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(map).map_err(|e| ProbeError::Map {
+            name: "COUNTERS",
+            reason: e.to_string(),
+        })?;
+        let sum = |index: u32| {
+            counters
+                .get(&index, 0)
+                .map(|v| v.iter().sum::<u64>())
+                .unwrap_or(0)
+        };
         Ok(ProbeHealth {
             events_dropped: sum(counter::EVENTS_DROPPED),
             stats_dropped: sum(counter::STATS_DROPPED),
@@ -332,9 +372,15 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 /// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK
 /// (https://lwn.net/Articles/837122/); newer ones use memcg accounting and ignore it.
 fn raise_memlock_limit() {
-    let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let unlimited = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // SAFETY: setrlimit with a valid, initialised struct.
     if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) } != 0 {
-        tracing::debug!("could not raise RLIMIT_MEMLOCK (fine on Linux ≥ 5.11): {}", std::io::Error::last_os_error());
+        tracing::debug!(
+            "could not raise RLIMIT_MEMLOCK (fine on Linux ≥ 5.11): {}",
+            std::io::Error::last_os_error()
+        );
     }
 }
