@@ -7,10 +7,8 @@ use std::{env, fs, path::PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let object = env::var_os("HEADROOM_PROBES_OBJECT").map_or_else(
-        || manifest.join("../target/bpf/headroom-probes.o"),
-        PathBuf::from,
-    );
+    let object = env::var_os("HEADROOM_PROBES_OBJECT")
+        .map_or_else(|| manifest.join("../target/bpf/headroom-probes.o"), PathBuf::from);
     println!("cargo:rerun-if-env-changed=HEADROOM_PROBES_OBJECT");
     println!("cargo:rerun-if-changed={}", object.display());
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("headroom-probes.o");

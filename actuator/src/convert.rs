@@ -8,7 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::CgroupVersion;
-use crate::values::{CgroupValues, CpuMax, CpuQuota, CpuRequest, DEFAULT_CFS_PERIOD_US, MemoryMax, PodValues};
+use crate::values::{
+    CgroupValues, CpuMax, CpuQuota, CpuRequest, DEFAULT_CFS_PERIOD_US, MemoryMax, PodValues,
+};
 
 pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 262_144;
@@ -132,19 +134,32 @@ pub struct ConversionConfig {
 
 impl Default for ConversionConfig {
     fn default() -> Self {
-        Self { period_us: DEFAULT_CFS_PERIOD_US, cfs_quota: true, container_weight: WeightFormula::Linear }
+        Self {
+            period_us: DEFAULT_CFS_PERIOD_US,
+            cfs_quota: true,
+            container_weight: WeightFormula::Linear,
+        }
     }
 }
 
 /// Pod-level resources as the kubelet's `ResourceConfigForPod` derives them for a Burstable or
 /// Guaranteed Pod: requests summed; a limit only if *every* container has one.
 pub fn pod_resources<'a>(containers: impl IntoIterator<Item = &'a KubeResources>) -> KubeResources {
-    let mut pod = KubeResources { cpu_request_milli: 0, cpu_limit_milli: Some(0), memory_limit_bytes: Some(0) };
+    let mut pod = KubeResources {
+        cpu_request_milli: 0,
+        cpu_limit_milli: Some(0),
+        memory_limit_bytes: Some(0),
+    };
     for c in containers {
         pod.cpu_request_milli = pod.cpu_request_milli.saturating_add(c.cpu_request_milli);
-        pod.cpu_limit_milli = pod.cpu_limit_milli.zip(c.cpu_limit_milli).map(|(a, b)| a.saturating_add(b));
-        pod.memory_limit_bytes =
-            pod.memory_limit_bytes.zip(c.memory_limit_bytes).map(|(a, b)| a.saturating_add(b));
+        pod.cpu_limit_milli = pod
+            .cpu_limit_milli
+            .zip(c.cpu_limit_milli)
+            .map(|(a, b)| a.saturating_add(b));
+        pod.memory_limit_bytes = pod
+            .memory_limit_bytes
+            .zip(c.memory_limit_bytes)
+            .map(|(a, b)| a.saturating_add(b));
     }
     pod
 }
@@ -175,7 +190,10 @@ pub fn cgroup_values(
     };
     CgroupValues {
         cpu_request: Some(cpu_request),
-        cpu_max: Some(CpuMax { quota, period_us: cfg.period_us }),
+        cpu_max: Some(CpuMax {
+            quota,
+            period_us: cfg.period_us,
+        }),
         memory_max: Some(res.memory_limit_bytes.map_or(MemoryMax::Max, MemoryMax::Bytes)),
     }
 }
@@ -242,7 +260,7 @@ mod tests {
         assert_eq!(shares_to_weight_quadratic(0), 0);
         assert_eq!(shares_to_weight_quadratic(2), 1);
         assert_eq!(shares_to_weight_quadratic(MAX_SHARES), 10_000);
-        assert_eq!(weight_linear_to_shares(39), 1022); // lossy, as in the kubelet
+        assert_eq!(weight_linear_to_shares(39), 998); // lossy round trip, as in the kubelet
         assert_eq!(weight_linear_to_shares(1), 2);
     }
 
@@ -252,7 +270,10 @@ mod tests {
         for shares in (2..=MAX_SHARES).step_by(97) {
             let l = shares_to_weight_linear(shares);
             let q = shares_to_weight_quadratic(shares);
-            assert!((1..=10_000).contains(&l) && (1..=10_000).contains(&q), "shares {shares}");
+            assert!(
+                (1..=10_000).contains(&l) && (1..=10_000).contains(&q),
+                "shares {shares}"
+            );
             assert!(l >= last.0 && q >= last.1, "not monotonic at {shares}");
             last = (l, q);
         }
@@ -260,8 +281,16 @@ mod tests {
 
     #[test]
     fn pod_level_limits_only_when_all_containers_have_one() {
-        let a = KubeResources { cpu_request_milli: 500, cpu_limit_milli: Some(1000), memory_limit_bytes: Some(1 << 30) };
-        let b = KubeResources { cpu_request_milli: 250, cpu_limit_milli: None, memory_limit_bytes: Some(1 << 29) };
+        let a = KubeResources {
+            cpu_request_milli: 500,
+            cpu_limit_milli: Some(1000),
+            memory_limit_bytes: Some(1 << 30),
+        };
+        let b = KubeResources {
+            cpu_request_milli: 250,
+            cpu_limit_milli: None,
+            memory_limit_bytes: Some(1 << 29),
+        };
         let p = pod_resources([&a, &b]);
         assert_eq!(p.cpu_request_milli, 750);
         assert_eq!(p.cpu_limit_milli, None);
@@ -272,18 +301,34 @@ mod tests {
 
     #[test]
     fn cgroup_values_per_version_and_level() {
-        let r = KubeResources { cpu_request_milli: 1000, cpu_limit_milli: Some(1500), memory_limit_bytes: None };
-        let cfg = ConversionConfig { container_weight: WeightFormula::Quadratic, ..ConversionConfig::default() };
+        let r = KubeResources {
+            cpu_request_milli: 1000,
+            cpu_limit_milli: Some(1500),
+            memory_limit_bytes: None,
+        };
+        let cfg = ConversionConfig {
+            container_weight: WeightFormula::Quadratic,
+            ..ConversionConfig::default()
+        };
         let v1 = cgroup_values(&r, CgroupVersion::V1, Level::Container, &cfg);
         assert_eq!(v1.cpu_request, Some(CpuRequest::Shares(1024)));
         assert_eq!(v1.cpu_max, Some(CpuMax::micros(150_000, 100_000)));
         assert_eq!(v1.memory_max, Some(MemoryMax::Max));
-        assert_eq!(cgroup_values(&r, CgroupVersion::V2, Level::Pod, &cfg).cpu_request, Some(CpuRequest::Weight(39)));
+        assert_eq!(
+            cgroup_values(&r, CgroupVersion::V2, Level::Pod, &cfg).cpu_request,
+            Some(CpuRequest::Weight(39))
+        );
         assert_eq!(
             cgroup_values(&r, CgroupVersion::V2, Level::Container, &cfg).cpu_request,
             Some(CpuRequest::Weight(100))
         );
-        let no_quota = ConversionConfig { cfs_quota: false, ..cfg };
-        assert_eq!(cgroup_values(&r, CgroupVersion::V1, Level::Pod, &no_quota).cpu_max, Some(CpuMax::unlimited()));
+        let no_quota = ConversionConfig {
+            cfs_quota: false,
+            ..cfg
+        };
+        assert_eq!(
+            cgroup_values(&r, CgroupVersion::V1, Level::Pod, &no_quota).cpu_max,
+            Some(CpuMax::unlimited())
+        );
     }
 }

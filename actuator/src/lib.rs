@@ -1,1 +1,29 @@
-//! Actuator (filled in by the actuator work).
+//! headroom's actuator: applies in-place resizes to Pod and container cgroups (v1 and v2), in
+//! the kubelet's order, all or nothing, with an intent record for crash recovery and the
+//! latency of every phase in hdrhistogram.
+//!
+//! - [`convert`]: Kubernetes → cgroup values (shares, quota, v2 weights), pure.
+//! - [`plan`]: current + desired values → ordered writes, pure.
+//! - [`cgroup`]: the v1/v2 seam ([`cgroup::CgroupFiles`]) and host detection.
+//! - [`apply`]: [`Actuator`] (writes, read-back verification, rollback, recovery).
+//! - [`layout`]: Pod cgroup roots and the standalone [`PodCgroups`] helper.
+//! - [`intent`], [`latency`], [`path`] (confinement).
+
+pub mod apply;
+pub mod cgroup;
+pub mod convert;
+pub mod intent;
+pub mod latency;
+pub mod layout;
+pub mod path;
+pub mod plan;
+pub mod values;
+
+pub use apply::{
+    ActuateError, Actuator, ActuatorConfig, Recovery, RecoveryPolicy, ResizeReport, ResizeRequest,
+};
+pub use cgroup::{CgroupSetup, CgroupVersion, detect_setup};
+pub use convert::{ConversionConfig, KubeResources, WeightFormula};
+pub use latency::{LatencyRecorder, Phase, PhaseLatencies};
+pub use layout::{PodCgroups, Roots, ScratchRoots};
+pub use values::{CgroupValues, CpuMax, CpuQuota, CpuRequest, MemoryMax, PodValues, Setting};

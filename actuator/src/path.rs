@@ -7,7 +7,11 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
     #[error("invalid {kind} `{id}`: {reason}")]
-    InvalidId { kind: &'static str, id: String, reason: &'static str },
+    InvalidId {
+        kind: &'static str,
+        id: String,
+        reason: &'static str,
+    },
     #[error("cgroup root `{}` must be an absolute path without `.` or `..`", path.display())]
     BadRoot { path: PathBuf },
     #[error("`{}` is outside the configured pod cgroup roots", path.display())]
@@ -24,7 +28,13 @@ pub const MAX_ID_LEN: usize = 253;
 /// Accepts Pod UIDs, container names and container ids: `[A-Za-z0-9_.-]`, not starting with `.`.
 /// Refuses `..`, `/`, NUL and everything else that could leave the root.
 pub fn validate_id(kind: &'static str, id: &str) -> Result<(), PathError> {
-    let fail = |reason| Err(PathError::InvalidId { kind, id: id.escape_debug().to_string(), reason });
+    let fail = |reason| {
+        Err(PathError::InvalidId {
+            kind,
+            id: id.escape_debug().to_string(),
+            reason,
+        })
+    };
     if id.is_empty() {
         return fail("empty");
     }
@@ -40,7 +50,10 @@ pub fn validate_id(kind: &'static str, id: &str) -> Result<(), PathError> {
     if id.starts_with('.') {
         return fail("starts with `.`");
     }
-    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
         return fail("only ASCII letters, digits, `-`, `_` and `.` are allowed");
     }
     Ok(())
@@ -49,8 +62,16 @@ pub fn validate_id(kind: &'static str, id: &str) -> Result<(), PathError> {
 /// A configured root must be absolute and normal (no `.`/`..`).
 pub fn validate_root(root: &Path) -> Result<(), PathError> {
     let normal = root.is_absolute()
-        && root.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-    if normal { Ok(()) } else { Err(PathError::BadRoot { path: root.to_path_buf() }) }
+        && root
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if normal {
+        Ok(())
+    } else {
+        Err(PathError::BadRoot {
+            path: root.to_path_buf(),
+        })
+    }
 }
 
 /// `root/<c0>/<c1>...` after validating each component.
@@ -67,14 +88,18 @@ pub fn confined_join(root: &Path, components: &[(&'static str, &str)]) -> Result
 /// Lexical check that `path` is `root` or below it (for paths read back from intent records).
 pub fn is_within(root: &Path, path: &Path) -> bool {
     path.is_absolute()
-        && path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
         && path.starts_with(root)
 }
 
 /// Every existing component from `root` (exclusive) down to `path` is a real directory, not a
 /// symlink. Missing components are fine (they will be created with `mkdir`, which never follows).
 pub fn check_no_symlinks(root: &Path, path: &Path) -> Result<(), PathError> {
-    let rel = path.strip_prefix(root).map_err(|_| PathError::OutsideRoots { path: path.to_path_buf() })?;
+    let rel = path.strip_prefix(root).map_err(|_| PathError::OutsideRoots {
+        path: path.to_path_buf(),
+    })?;
     let mut cur = root.to_path_buf();
     for c in rel.components() {
         cur.push(c);
@@ -94,7 +119,9 @@ mod tests {
 
     #[test]
     fn escapes_are_refused() {
-        for bad in ["", "..", ".", "../x", "a/b", "/", "a\0b", ".hidden", "a b", "é", "x\n"] {
+        for bad in [
+            "", "..", ".", "../x", "a/b", "/", "a\0b", ".hidden", "a b", "é", "x\n",
+        ] {
             assert!(validate_id("pod uid", bad).is_err(), "{bad:?} accepted");
         }
         for good in ["8f1e1c4e-1b2a-4b7e-9b1e-0c2d3e4f5a6b", "app", "sidecar.v2", "c_1"] {

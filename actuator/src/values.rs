@@ -30,11 +30,17 @@ pub struct CpuMax {
 
 impl CpuMax {
     pub const fn unlimited() -> Self {
-        Self { quota: CpuQuota::Max, period_us: DEFAULT_CFS_PERIOD_US }
+        Self {
+            quota: CpuQuota::Max,
+            period_us: DEFAULT_CFS_PERIOD_US,
+        }
     }
 
     pub const fn micros(quota_us: u64, period_us: u64) -> Self {
-        Self { quota: CpuQuota::Micros(quota_us), period_us }
+        Self {
+            quota: CpuQuota::Micros(quota_us),
+            period_us,
+        }
     }
 
     /// Compares the CPU bandwidth the two values allow (quota / period), `max` being infinite.
@@ -45,7 +51,8 @@ impl CpuMax {
             (CpuQuota::Micros(_), CpuQuota::Max) => Ordering::Less,
             (CpuQuota::Micros(a), CpuQuota::Micros(b)) => {
                 // a/pa vs b/pb without division; u128 cannot overflow.
-                (u128::from(a) * u128::from(other.period_us)).cmp(&(u128::from(b) * u128::from(self.period_us)))
+                (u128::from(a) * u128::from(other.period_us))
+                    .cmp(&(u128::from(b) * u128::from(self.period_us)))
             }
         }
     }
@@ -251,13 +258,26 @@ mod tests {
     fn cpu_max_formats_and_compares() {
         assert_eq!(CpuMax::unlimited().to_string(), "max 100000");
         assert_eq!(CpuMax::micros(50_000, 100_000).to_string(), "50000 100000");
-        assert_eq!(CpuMax::micros(50_000, 100_000).cmp_bandwidth(&CpuMax::micros(10_000, 20_000)), Ordering::Less);
-        assert_eq!(CpuMax::unlimited().cmp_bandwidth(&CpuMax::micros(u64::MAX, 1)), Ordering::Greater);
+        assert_eq!(
+            CpuMax::micros(50_000, 100_000).cmp_bandwidth(&CpuMax::micros(10_000, 20_000)),
+            Ordering::Equal
+        );
+        assert_eq!(
+            CpuMax::micros(50_000, 100_000).cmp_bandwidth(&CpuMax::micros(10_000, 40_000)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            CpuMax::unlimited().cmp_bandwidth(&CpuMax::micros(u64::MAX, 1)),
+            Ordering::Greater
+        );
     }
 
     #[test]
     fn memory_normalization_rounds_down_to_page() {
-        assert_eq!(MemoryMax::Bytes(100_000_000).kernel_normalized(4096), MemoryMax::Bytes(99_999_744));
+        assert_eq!(
+            MemoryMax::Bytes(100_000_000).kernel_normalized(4096),
+            MemoryMax::Bytes(99_999_744)
+        );
         assert_eq!(MemoryMax::Max.kernel_normalized(4096), MemoryMax::Max);
         assert!(MemoryMax::Max > MemoryMax::Bytes(u64::MAX));
     }

@@ -4,9 +4,13 @@
 //! Where to start: [`probes`] (kernel side), [`cgroups`] (which cgroup is which Pod),
 //! [`observe`] (the `headroomd observe` report).
 pub mod cgroups;
+pub mod config;
+pub mod metrics;
 pub mod observe;
 pub mod pipeline;
 pub mod probes;
+pub mod serve;
+pub mod server;
 
 /// Logs to stderr with `RUST_LOG`-style filtering (default `info`); also forwards the `log`
 /// records aya and aya-log emit.

@@ -11,7 +11,7 @@
 use aya_ebpf::{
     Global,
     bindings::BPF_NOEXIST,
-    helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    helpers::{bpf_get_current_pid_tgid, bpf_get_current_task_btf, bpf_ktime_get_ns},
     macros::{btf_tracepoint, map},
     maps::{HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::BtfTracePointContext,
@@ -65,7 +65,11 @@ static THROTTLED_SINCE: PerCpuHashMap<CgroupKey, u64> = PerCpuHashMap::with_max_
 #[map]
 static OPEN_THROTTLES: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 
-/// Thread id → when it became runnable (wakeup, or preempted while running).
+/// Thread id → when it became runnable (wakeup, or preempted while running); 0 once it ran.
+///
+/// Entries are zeroed rather than deleted on switch-in and deleted only when the task exits
+/// (`sched_process_exit`): a delete and a re-insert per context switch would cost more than
+/// everything else the probe does.
 #[map]
 static RUNNABLE_SINCE: HashMap<u32, u64> = HashMap::with_max_entries(65_536, 0);
 
@@ -99,18 +103,26 @@ fn bump(index: u32) {
     }
 }
 
-/// Reads a `T` at `base + offset` in kernel memory.
+/// Reads a `T` at `base + offset` with a plain load.
+///
+/// In BTF tracepoints the verifier types task and cgroup pointers (PTR_TO_BTF_ID), checks the
+/// (constant, `.rodata`) offset against the kernel's BTF and turns the load into a
+/// fault-tolerant PROBE_MEM load: no helper call, which matters on the sched_switch hot path.
+/// A bad pointer reads as zero instead of faulting.
 #[inline(always)]
-fn read<T>(base: *const u8, offset: u32) -> Result<T, i32> {
+fn load<T: Copy>(base: *const u8, offset: u32) -> T {
+    // SAFETY: see above; the verifier rejects the program if the access is not to a field.
+    unsafe { core::ptr::read_volatile(base.wrapping_add(offset as usize) as *const T) }
+}
+
+/// [`load`] behind a null check, so a broken pointer chain is an error the caller sees.
+#[inline(always)]
+fn read<T: Copy>(base: *const u8, offset: u32) -> Result<T, i32> {
     if base.is_null() {
+        bump(counter::READ_FAILURES);
         return Err(-1);
     }
-    // SAFETY: bpf_probe_read_kernel checks the address; a bad pointer is an error, not a fault.
-    let result = unsafe { bpf_probe_read_kernel(base.wrapping_add(offset as usize) as *const T) };
-    if result.is_err() {
-        bump(counter::READ_FAILURES);
-    }
-    result
+    Ok(load(base, offset))
 }
 
 /// The cgroup `task` belongs to for `controller`, as the map key.
@@ -235,7 +247,7 @@ fn on_switch_out(config: &ProbeConfig, prev: *const u8, prev_state: u32, now: u6
     }
     if prev_state == TASK_RUNNING {
         // Preempted while runnable: it queues again from now on.
-        let _ = RUNNABLE_SINCE.insert(&pid, &now, 0);
+        set_runnable(pid, now);
     }
 }
 
@@ -245,8 +257,14 @@ fn on_switch_in(config: &ProbeConfig, next: *const u8, now: u64) {
     if pid == 0 {
         return;
     }
-    // SAFETY: the value is copied out at once.
-    let queued_since = unsafe { RUNNABLE_SINCE.get(&pid) }.copied();
+    let slot = RUNNABLE_SINCE.get_ptr_mut(&pid);
+    // SAFETY: a map value; only this task's wakeup and switch-in write it, and those are
+    // serialised by the scheduler for one task.
+    let queued_since = slot.and_then(|p| unsafe {
+        let since = *p;
+        *p = 0;
+        (since != 0).then_some(since)
+    });
     // SAFETY: per-CPU slot.
     let open_throttles = OPEN_THROTTLES.get_ptr(0).map(|p| unsafe { *p }).unwrap_or(0);
     if queued_since.is_none() && open_throttles == 0 {
@@ -269,7 +287,6 @@ fn on_switch_in(config: &ProbeConfig, next: *const u8, now: u64) {
         }
     }
     if let Some(since) = queued_since {
-        let _ = RUNNABLE_SINCE.remove(&pid);
         let waited = now.saturating_sub(since);
         if let Some(stats) = stats_for(&key) {
             let bucket = log2_bucket(waited);
@@ -295,9 +312,34 @@ fn mark_runnable(ctx: &BtfTracePointContext) -> i32 {
     if let Ok(pid) = read::<u32>(task, config.task_pid) {
         if pid != 0 {
             // SAFETY: plain helper call.
-            let now = unsafe { bpf_ktime_get_ns() };
+            set_runnable(pid, unsafe { bpf_ktime_get_ns() });
+        }
+    }
+    0
+}
+
+/// Records that `pid` became runnable at `now`, reusing its slot when it has one.
+#[inline(always)]
+fn set_runnable(pid: u32, now: u64) {
+    match RUNNABLE_SINCE.get_ptr_mut(&pid) {
+        // SAFETY: a map value of this task (see RUNNABLE_SINCE).
+        Some(slot) => unsafe { *slot = now },
+        None => {
             let _ = RUNNABLE_SINCE.insert(&pid, &now, 0);
         }
+    }
+}
+
+#[btf_tracepoint(function = "sched_process_exit")]
+pub fn sched_process_exit(ctx: BtfTracePointContext) -> i32 {
+    // TP_PROTO(struct task_struct *p, ...): frees the exiting thread's slot.
+    let config = HEADROOM_CONFIG.load();
+    if config.cgroup_mode == 0 {
+        return 0;
+    }
+    let task: *const u8 = ctx.arg(0);
+    if let Ok(pid) = read::<u32>(task, config.task_pid) {
+        let _ = RUNNABLE_SINCE.remove(&pid);
     }
     0
 }
@@ -337,8 +379,8 @@ fn reclaim_end(kind: u64) -> i32 {
     let _ = RECLAIM_SINCE.remove(&slot);
     // SAFETY: plain helper call.
     let stalled = unsafe { bpf_ktime_get_ns() }.saturating_sub(since);
-    // SAFETY: plain helper call; `current` is a valid task for the duration of the program.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
+    // SAFETY: plain helper call; the BTF-typed `current` allows direct, verifier-checked loads.
+    let task = unsafe { bpf_get_current_task_btf() } as *const u8;
     let Ok(key) = task_cgroup(&config, task, Controller::Memory) else { return 0 };
     if let Some(stats) = stats_for(&key) {
         // SAFETY: per-CPU value of this CPU.

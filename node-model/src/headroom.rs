@@ -31,11 +31,23 @@ mod tests {
     #[test]
     fn seed_node() {
         // The seed's 8-CPU node with 3950m used by other pods and the 4-CPU high-priority pod.
-        let h = node_headroom(Resources::new(8000, 16 << 30), Resources::new(7950, 3 << 30), Resources::ZERO);
+        let h = node_headroom(
+            Resources::new(8000, 16 << 30),
+            Resources::new(7950, 3 << 30),
+            Resources::ZERO,
+        );
         assert_eq!(h.headroom, Resources::new(50, 13 << 30));
-        let h = node_headroom(Resources::new(8000, 0), Resources::new(7950, 0), Resources::new(2000, 0));
+        let h = node_headroom(
+            Resources::new(8000, 0),
+            Resources::new(7950, 0),
+            Resources::new(2000, 0),
+        );
         assert_eq!(h.headroom.cpu_millis, -1950);
-        let h = node_headroom(Resources::new(i64::MIN, 0), Resources::new(i64::MAX, 0), Resources::ZERO);
+        let h = node_headroom(
+            Resources::new(i64::MIN, 0),
+            Resources::new(i64::MAX, 0),
+            Resources::ZERO,
+        );
         assert_eq!(h.headroom.cpu_millis, i64::MIN);
     }
 }

@@ -33,7 +33,11 @@ pub enum LedgerError {
     #[error("reservation {id:?} would already be expired")]
     AlreadyExpired { id: String },
     #[error("reservation of {requested} does not fit: {available} available, {reserved} already reserved")]
-    InsufficientHeadroom { requested: Resources, available: Resources, reserved: Resources },
+    InsufficientHeadroom {
+        requested: Resources,
+        available: Resources,
+        reserved: Resources,
+    },
 }
 
 /// Reservations by id. Expired entries stop counting at once (`total`) and are removed by `expire`.
@@ -73,14 +77,25 @@ impl ReservationLedger {
             return Err(LedgerError::AlreadyExpired { id });
         }
         let reserved = self.total(now);
-        let insufficient =
-            || LedgerError::InsufficientHeadroom { requested: amount, available, reserved };
+        let insufficient = || LedgerError::InsufficientHeadroom {
+            requested: amount,
+            available,
+            reserved,
+        };
         let wanted = reserved.checked_add(amount).ok_or_else(insufficient)?;
         if !wanted.fits_within(&available) {
             return Err(insufficient());
         }
         let pod = pod.into();
-        self.reservations.insert(id.clone(), Reservation { id, pod, amount, expires_at });
+        self.reservations.insert(
+            id.clone(),
+            Reservation {
+                id,
+                pod,
+                amount,
+                expires_at,
+            },
+        );
         Ok(())
     }
 
@@ -91,9 +106,16 @@ impl ReservationLedger {
 
     /// Removes and returns the reservations expired at `now`.
     pub fn expire(&mut self, now: Instant) -> Vec<Reservation> {
-        let expired: Vec<String> =
-            self.reservations.values().filter(|r| !r.is_live(now)).map(|r| r.id.clone()).collect();
-        expired.into_iter().filter_map(|id| self.reservations.remove(&id)).collect()
+        let expired: Vec<String> = self
+            .reservations
+            .values()
+            .filter(|r| !r.is_live(now))
+            .map(|r| r.id.clone())
+            .collect();
+        expired
+            .into_iter()
+            .filter_map(|id| self.reservations.remove(&id))
+            .collect()
     }
 
     /// Sum of the reservations live at `now` (saturating; amounts are bounded by `available` anyway).
@@ -134,21 +156,36 @@ mod tests {
         let later = now + Duration::from_secs(30);
         let available = Resources::new(2000, 1 << 30);
         let mut ledger = ReservationLedger::new();
-        ledger.reserve("r1", "default/a", Resources::new(1500, 0), later, now, available).expect("fits");
+        ledger
+            .reserve("r1", "default/a", Resources::new(1500, 0), later, now, available)
+            .expect("fits");
         let err = ledger.reserve("r2", "default/b", Resources::new(1000, 0), later, now, available);
-        assert!(matches!(err, Err(LedgerError::InsufficientHeadroom { .. })), "{err:?}");
+        assert!(
+            matches!(err, Err(LedgerError::InsufficientHeadroom { .. })),
+            "{err:?}"
+        );
         assert_eq!(
             ledger.reserve("r1", "default/b", Resources::new(1, 0), later, now, available),
             Err(LedgerError::DuplicateId("r1".into()))
         );
-        assert!(ledger.reserve("r3", "x/y", Resources::new(-1, 0), later, now, available).is_err());
-        assert!(ledger.reserve("r4", "x/y", Resources::new(1, 0), now, now, available).is_err());
+        assert!(
+            ledger
+                .reserve("r3", "x/y", Resources::new(-1, 0), later, now, available)
+                .is_err()
+        );
+        assert!(
+            ledger
+                .reserve("r4", "x/y", Resources::new(1, 0), now, now, available)
+                .is_err()
+        );
         assert_eq!(ledger.total(now), Resources::new(1500, 0));
         assert_eq!(ledger.total(later), Resources::ZERO);
         let expired = ledger.expire(later);
         assert_eq!(expired.len(), 1);
         assert!(ledger.is_empty());
-        ledger.reserve("r2", "default/b", Resources::new(1000, 0), later, now, available).expect("fits now");
+        ledger
+            .reserve("r2", "default/b", Resources::new(1000, 0), later, now, available)
+            .expect("fits now");
         assert_eq!(ledger.release("r2").map(|r| r.pod), Some("default/b".to_string()));
         assert_eq!(ledger.release("r2"), None);
     }

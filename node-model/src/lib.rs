@@ -11,6 +11,10 @@ pub mod resources;
 
 pub use headroom::{NodeHeadroom, node_headroom};
 pub use ledger::{LedgerError, Reservation, ReservationLedger};
-pub use pod::{ModelError, QosClass, ResizeState, pod_requests, qos_class, resize_state};
-pub use quantity::{QuantityError, format_cpu_millis, format_memory_bytes, parse_cpu_millis, parse_memory_bytes};
+pub use pod::{
+    ModelError, QosClass, ResizeState, pod_requests, pod_requests_admitted, qos_class, resize_state,
+};
+pub use quantity::{
+    QuantityError, format_cpu_millis, format_memory_bytes, parse_cpu_millis, parse_memory_bytes,
+};
 pub use resources::{ResourceName, Resources};

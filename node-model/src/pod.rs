@@ -22,7 +22,12 @@ pub const CONTAINER_RESTART_POLICY_ALWAYS: &str = "Always";
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ModelError {
     #[error("{location}: {resource} quantity {value:?}: {source}")]
-    InvalidQuantity { location: String, resource: ResourceName, value: String, source: QuantityError },
+    InvalidQuantity {
+        location: String,
+        resource: ResourceName,
+        value: String,
+        source: QuantityError,
+    },
     #[error("{location}: resource sum overflows")]
     Overflow { location: String },
 }
@@ -59,28 +64,39 @@ pub fn resize_state(pod: &Pod) -> ResizeState {
     let status = pod.status.as_ref();
     let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or_default();
     let is_true = |status: &str| status == "True";
-    if let Some(pending) =
-        conditions.iter().find(|c| c.type_ == CONDITION_RESIZE_PENDING && is_true(&c.status))
+    if let Some(pending) = conditions
+        .iter()
+        .find(|c| c.type_ == CONDITION_RESIZE_PENDING && is_true(&c.status))
     {
         let message = pending.message.clone().unwrap_or_default();
         return match pending.reason.as_deref().unwrap_or_default() {
             REASON_DEFERRED => ResizeState::Deferred { message },
             REASON_INFEASIBLE => ResizeState::Infeasible { message },
-            other => ResizeState::PendingOther { reason: other.to_string(), message },
+            other => ResizeState::PendingOther {
+                reason: other.to_string(),
+                message,
+            },
         };
     }
-    if let Some(in_progress) =
-        conditions.iter().find(|c| c.type_ == CONDITION_RESIZE_IN_PROGRESS && is_true(&c.status))
+    if let Some(in_progress) = conditions
+        .iter()
+        .find(|c| c.type_ == CONDITION_RESIZE_IN_PROGRESS && is_true(&c.status))
     {
         return match in_progress.reason.as_deref() {
-            Some(REASON_ERROR) => ResizeState::Error { message: in_progress.message.clone().unwrap_or_default() },
+            Some(REASON_ERROR) => ResizeState::Error {
+                message: in_progress.message.clone().unwrap_or_default(),
+            },
             _ => ResizeState::InProgress,
         };
     }
     // Before 1.33 the kubelet reported the (now deprecated) `status.resize` field instead.
     match status.and_then(|s| s.resize.as_deref()) {
-        Some(REASON_DEFERRED) => ResizeState::Deferred { message: String::new() },
-        Some(REASON_INFEASIBLE) => ResizeState::Infeasible { message: String::new() },
+        Some(REASON_DEFERRED) => ResizeState::Deferred {
+            message: String::new(),
+        },
+        Some(REASON_INFEASIBLE) => ResizeState::Infeasible {
+            message: String::new(),
+        },
         Some("InProgress") => ResizeState::InProgress,
         _ => ResizeState::None,
     }
@@ -98,13 +114,26 @@ pub fn resize_state(pod: &Pod) -> ResizeState {
 ///
 /// A request left out but with a limit counts as the limit, as the API server's defaulting stores it.
 pub fn pod_requests(pod: &Pod) -> Result<Resources, ModelError> {
+    requests_counted(pod, resize_state(pod).is_infeasible())
+}
+
+/// What the node has admitted for the Pod so far: `max(allocated, actual)` per container (and at pod
+/// level), the desired spec ignored — the count before a pending resize is granted. A container
+/// that reports no status resources yet counts at its spec.
+pub fn pod_requests_admitted(pod: &Pod) -> Result<Resources, ModelError> {
+    requests_counted(pod, true)
+}
+
+fn requests_counted(pod: &Pod, ignore_desired: bool) -> Result<Resources, ModelError> {
     let name = pod.metadata.name.as_deref().unwrap_or("<unnamed>");
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(Resources::ZERO);
     };
     let status = pod.status.as_ref();
-    let infeasible = resize_state(pod).is_infeasible();
-    let overflow = |what: &str| ModelError::Overflow { location: format!("pod {name} {what}") };
+    let infeasible = ignore_desired;
+    let overflow = |what: &str| ModelError::Overflow {
+        location: format!("pod {name} {what}"),
+    };
 
     let statuses: BTreeMap<&str, &ContainerStatus> = status
         .and_then(|s| s.container_statuses.as_deref())
@@ -122,8 +151,12 @@ pub fn pod_requests(pod: &Pod) -> Result<Resources, ModelError> {
     let mut sum = Resources::ZERO;
     for container in &spec.containers {
         let location = format!("pod {name} container {}", container.name);
-        let reqs =
-            container_requests(container, statuses.get(container.name.as_str()).copied(), infeasible, &location)?;
+        let reqs = container_requests(
+            container,
+            statuses.get(container.name.as_str()).copied(),
+            infeasible,
+            &location,
+        )?;
         sum = sum.checked_add(reqs).ok_or_else(|| overflow("containers"))?;
     }
 
@@ -133,14 +166,21 @@ pub fn pod_requests(pod: &Pod) -> Result<Resources, ModelError> {
         let location = format!("pod {name} init container {}", container.name);
         let is_sidecar = container.restart_policy.as_deref() == Some(CONTAINER_RESTART_POLICY_ALWAYS);
         // Only sidecars can be resized, so only their status resources matter.
-        let status = if is_sidecar { init_statuses.get(container.name.as_str()).copied() } else { None };
+        let status = if is_sidecar {
+            init_statuses.get(container.name.as_str()).copied()
+        } else {
+            None
+        };
         let reqs = container_requests(container, status, infeasible, &location)?;
         let while_running = if is_sidecar {
             sum = sum.checked_add(reqs).ok_or_else(|| overflow("sidecars"))?;
-            restartable_sum = restartable_sum.checked_add(reqs).ok_or_else(|| overflow("sidecars"))?;
+            restartable_sum = restartable_sum
+                .checked_add(reqs)
+                .ok_or_else(|| overflow("sidecars"))?;
             restartable_sum
         } else {
-            reqs.checked_add(restartable_sum).ok_or_else(|| overflow("init containers"))?
+            reqs.checked_add(restartable_sum)
+                .ok_or_else(|| overflow("init containers"))?
         };
         init_peak = init_peak.max(while_running);
     }
@@ -157,7 +197,10 @@ pub fn pod_requests(pod: &Pod) -> Result<Resources, ModelError> {
                 continue;
             };
             let desired_value = if infeasible { None } else { Some(desired_value) };
-            let value = [desired_value, allocated.get(resource), actual.get(resource)].into_iter().flatten().max();
+            let value = [desired_value, allocated.get(resource), actual.get(resource)]
+                .into_iter()
+                .flatten()
+                .max();
             // Infeasible with no pod-level status yet: nothing admitted at pod level, keep the aggregate.
             if let Some(value) = value {
                 set(&mut total, resource, value);
@@ -167,7 +210,9 @@ pub fn pod_requests(pod: &Pod) -> Result<Resources, ModelError> {
 
     if let Some(overhead) = spec.overhead.as_ref() {
         let overhead = parse_list(Some(overhead), &format!("pod {name} spec.overhead"))?;
-        total = total.checked_add(overhead.or_zero()).ok_or_else(|| overflow("overhead"))?;
+        total = total
+            .checked_add(overhead.or_zero())
+            .ok_or_else(|| overflow("overhead"))?;
     }
     Ok(total)
 }
@@ -186,7 +231,11 @@ fn container_requests(
     let actual = requests_of(status.resources.as_ref(), location)?.or_zero();
     let allocated = parse_list(status.allocated_resources.as_ref(), location)?.or_zero();
     let observed = actual.max(allocated);
-    Ok(if infeasible { observed } else { observed.max(desired) })
+    Ok(if infeasible {
+        observed
+    } else {
+        observed.max(desired)
+    })
 }
 
 /// Partially-set resource list: `None` for a resource that is not listed.
@@ -204,7 +253,10 @@ impl ResourceSet {
         }
     }
     fn or_zero(self) -> Resources {
-        Resources { cpu_millis: self.cpu_millis.unwrap_or(0), memory_bytes: self.memory_bytes.unwrap_or(0) }
+        Resources {
+            cpu_millis: self.cpu_millis.unwrap_or(0),
+            memory_bytes: self.memory_bytes.unwrap_or(0),
+        }
     }
 }
 
@@ -248,7 +300,10 @@ fn parse_list(list: Option<&BTreeMap<String, Quantity>>, location: &str) -> Resu
         Some(q) => Some(parse_memory_bytes(&q.0).map_err(|e| invalid(ResourceName::Memory, &q.0, e))?),
         None => None,
     };
-    Ok(ResourceSet { cpu_millis, memory_bytes })
+    Ok(ResourceSet {
+        cpu_millis,
+        memory_bytes,
+    })
 }
 
 /// Pod QoS class (`Guaranteed`, `Burstable`, `BestEffort`).
@@ -271,14 +326,22 @@ pub fn qos_class(pod: &Pod) -> QosClass {
     let Some(spec) = pod.spec.as_ref() else {
         return QosClass::BestEffort;
     };
-    let all: Vec<&Container> = spec.containers.iter().chain(spec.init_containers.iter().flatten()).collect();
+    let all: Vec<&Container> = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .collect();
     let mut any_set = false;
     let mut guaranteed = true;
     for container in &all {
         let resources = container.resources.as_ref();
         for resource in ["cpu", "memory"] {
-            let request = resources.and_then(|r| r.requests.as_ref()).and_then(|l| l.get(resource));
-            let limit = resources.and_then(|r| r.limits.as_ref()).and_then(|l| l.get(resource));
+            let request = resources
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|l| l.get(resource));
+            let limit = resources
+                .and_then(|r| r.limits.as_ref())
+                .and_then(|l| l.get(resource));
             any_set |= request.is_some() || limit.is_some();
             // Guaranteed needs a limit on every resource, with the request (if any) equal to it.
             let equal = match (request, limit) {
@@ -303,6 +366,10 @@ pub fn qos_class(pod: &Pod) -> QosClass {
 }
 
 fn quantities_equal(resource: &str, a: &str, b: &str) -> bool {
-    let parse = if resource == "cpu" { parse_cpu_millis } else { parse_memory_bytes };
+    let parse = if resource == "cpu" {
+        parse_cpu_millis
+    } else {
+        parse_memory_bytes
+    };
     matches!((parse(a), parse(b)), (Ok(x), Ok(y)) if x == y)
 }

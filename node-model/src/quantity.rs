@@ -39,13 +39,24 @@ pub fn parse_memory_bytes(q: &str) -> Result<i64, QuantityError> {
 
 /// Canonical CPU text: whole cores without a suffix (`"6"`), otherwise millicores (`"250m"`).
 pub fn format_cpu_millis(m: i64) -> String {
-    if m % 1000 == 0 { format!("{}", m / 1000) } else { format!("{m}m") }
+    if m % 1000 == 0 {
+        format!("{}", m / 1000)
+    } else {
+        format!("{m}m")
+    }
 }
 
 /// Canonical memory text: the largest binary suffix that divides exactly (`"1Gi"`, `"500Mi"`),
 /// otherwise plain bytes.
 pub fn format_memory_bytes(b: i64) -> String {
-    const UNITS: [(&str, u32); 6] = [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)];
+    const UNITS: [(&str, u32); 6] = [
+        ("Ei", 60),
+        ("Pi", 50),
+        ("Ti", 40),
+        ("Gi", 30),
+        ("Mi", 20),
+        ("Ki", 10),
+    ];
     if b != 0 {
         for (suffix, shift) in UNITS {
             let unit = 1i64 << shift;
@@ -70,7 +81,10 @@ fn parse_scaled(q: &str, target_exp10: i64) -> Result<i64, QuantityError> {
         b'+' => (false, &text[1..]),
         _ => (false, text),
     };
-    let number_len = unsigned.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+    let number_len = unsigned
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
     let (number, suffix) = unsigned.split_at(number_len);
     let (int_part, frac_part) = match number.split_once('.') {
         Some((i, f)) => (i, f),
@@ -103,10 +117,14 @@ fn parse_scaled(q: &str, target_exp10: i64) -> Result<i64, QuantityError> {
     }
     let overflow = || QuantityError::Overflow(q.to_string());
     let significand: i128 = digits.parse().map_err(|_| overflow())?;
-    let numerator = significand.checked_mul(pow_i128(2, exp2).ok_or_else(overflow)?).ok_or_else(overflow)?;
+    let numerator = significand
+        .checked_mul(pow_i128(2, exp2).ok_or_else(overflow)?)
+        .ok_or_else(overflow)?;
 
     let value = if scale10 >= 0 {
-        numerator.checked_mul(pow_i128(10, scale10).ok_or_else(overflow)?).ok_or_else(overflow)?
+        numerator
+            .checked_mul(pow_i128(10, scale10).ok_or_else(overflow)?)
+            .ok_or_else(overflow)?
     } else {
         match pow_i128(10, -scale10) {
             // Round up: a fraction of a millicore or byte still occupies one.
@@ -208,10 +226,31 @@ mod tests {
     fn refusals() {
         assert_eq!(parse_cpu_millis(""), Err(QuantityError::Empty));
         assert!(matches!(parse_cpu_millis("-1"), Err(QuantityError::Negative(_))));
-        assert!(matches!(parse_memory_bytes("8Ei"), Err(QuantityError::Overflow(_))));
-        assert!(matches!(parse_cpu_millis("1e30"), Err(QuantityError::Overflow(_))));
-        assert!(matches!(parse_cpu_millis("99999999999999999999999999999999999999999"), Err(_)));
-        for garbage in ["abc", "1..2", ".", "1e", "1Kb", "1 Gi", "Gi", "1e+", "1e99999999", "--1", "1ki"] {
+        assert!(matches!(
+            parse_memory_bytes("8Ei"),
+            Err(QuantityError::Overflow(_))
+        ));
+        assert!(matches!(
+            parse_cpu_millis("1e30"),
+            Err(QuantityError::Overflow(_))
+        ));
+        assert!(matches!(
+            parse_cpu_millis("99999999999999999999999999999999999999999"),
+            Err(QuantityError::Overflow(_))
+        ));
+        for garbage in [
+            "abc",
+            "1..2",
+            ".",
+            "1e",
+            "1Kb",
+            "1 Gi",
+            "Gi",
+            "1e+",
+            "1e99999999",
+            "--1",
+            "1ki",
+        ] {
             assert!(parse_memory_bytes(garbage).is_err(), "{garbage} accepted");
         }
     }

@@ -42,10 +42,16 @@ pub struct Resources {
 }
 
 impl Resources {
-    pub const ZERO: Resources = Resources { cpu_millis: 0, memory_bytes: 0 };
+    pub const ZERO: Resources = Resources {
+        cpu_millis: 0,
+        memory_bytes: 0,
+    };
 
     pub const fn new(cpu_millis: i64, memory_bytes: i64) -> Self {
-        Resources { cpu_millis, memory_bytes }
+        Resources {
+            cpu_millis,
+            memory_bytes,
+        }
     }
 
     /// The amount of one resource, in its counting unit (millicores or bytes).
@@ -99,7 +105,10 @@ impl Resources {
 
     /// The resources of `self` that exceed `available`, in check order (cpu, then memory).
     pub fn insufficient(&self, available: &Resources) -> Vec<ResourceName> {
-        ResourceName::ALL.into_iter().filter(|name| self.get(*name) > available.get(*name)).collect()
+        ResourceName::ALL
+            .into_iter()
+            .filter(|name| self.get(*name) > available.get(*name))
+            .collect()
     }
 
     pub fn is_zero(&self) -> bool {
@@ -109,7 +118,12 @@ impl Resources {
 
 impl fmt::Display for Resources {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cpu={} memory={}", format_cpu_millis(self.cpu_millis), format_memory_bytes(self.memory_bytes))
+        write!(
+            f,
+            "cpu={} memory={}",
+            format_cpu_millis(self.cpu_millis),
+            format_memory_bytes(self.memory_bytes)
+        )
     }
 }
 
@@ -121,14 +135,26 @@ mod tests {
     fn arithmetic() {
         let a = Resources::new(3000, 500 << 20);
         let b = Resources::new(4000, 1 << 30);
-        assert_eq!(a.checked_add(b), Some(Resources::new(7000, (500 << 20) + (1 << 30))));
-        assert_eq!(a.checked_sub(b), Some(Resources::new(-1000, (500 << 20) - (1 << 30))));
-        assert_eq!(Resources::new(i64::MAX, 0).checked_add(Resources::new(1, 0)), None);
+        assert_eq!(
+            a.checked_add(b),
+            Some(Resources::new(7000, (500 << 20) + (1 << 30)))
+        );
+        assert_eq!(
+            a.checked_sub(b),
+            Some(Resources::new(-1000, (500 << 20) - (1 << 30)))
+        );
+        assert_eq!(
+            Resources::new(i64::MAX, 0).checked_add(Resources::new(1, 0)),
+            None
+        );
         assert!(a.fits_within(&Resources::new(3000, 500 << 20)));
         assert!(!b.fits_within(&a));
         assert_eq!(a.max(Resources::new(1, 1 << 40)), Resources::new(3000, 1 << 40));
         assert_eq!(b.insufficient(&a), vec![ResourceName::Cpu, ResourceName::Memory]);
-        assert_eq!(Resources::new(1, 2 << 30).insufficient(&b), vec![ResourceName::Memory]);
+        assert_eq!(
+            Resources::new(1, 2 << 30).insufficient(&b),
+            vec![ResourceName::Memory]
+        );
         assert!(a.insufficient(&b).is_empty());
         assert_eq!(a.to_string(), "cpu=3 memory=500Mi");
     }

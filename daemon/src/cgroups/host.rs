@@ -104,6 +104,8 @@ fn read(path: &str) -> Result<String, HostError> {
     })
 }
 
+// `f_type` is `__fsword_t`: i64 on x86_64 glibc, narrower elsewhere.
+#[allow(clippy::unnecessary_cast)]
 fn statfs_type(path: &Path) -> Option<i64> {
     nix::sys::statfs::statfs(path)
         .ok()
@@ -150,15 +152,14 @@ fn unescape_mount(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            if let Some(code) = std::str::from_utf8(&bytes[i + 1..i + 4])
-                .ok()
-                .and_then(|d| u8::from_str_radix(d, 8).ok())
-            {
-                out.push(code);
-                i += 4;
-                continue;
-            }
+        let octal = (bytes[i] == b'\\' && i + 4 <= bytes.len())
+            .then(|| std::str::from_utf8(&bytes[i + 1..i + 4]).ok())
+            .flatten()
+            .and_then(|digits| u8::from_str_radix(digits, 8).ok());
+        if let Some(code) = octal {
+            out.push(code);
+            i += 4;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;

@@ -118,36 +118,63 @@ impl InMemoryPodSource {
     pub fn new(pods: Vec<PodEntry>) -> Self {
         Self {
             generation: AtomicU64::new(1),
-            set: ArcSwap::from_pointee(PodSet { generation: 1, as_of: SystemTime::now(), pods: pods.into() }),
+            set: ArcSwap::from_pointee(PodSet {
+                generation: 1,
+                as_of: SystemTime::now(),
+                pods: pods.into(),
+            }),
             writer: std::sync::Mutex::new(()),
         }
     }
 
     /// Replaces the whole set.
     pub fn set(&self, pods: Vec<PodEntry>) {
-        let _writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.store(pods);
     }
 
     fn store(&self, pods: Vec<PodEntry>) {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        self.set.store(Arc::new(PodSet { generation, as_of: SystemTime::now(), pods: pods.into() }));
+        self.set.store(Arc::new(PodSet {
+            generation,
+            as_of: SystemTime::now(),
+            pods: pods.into(),
+        }));
     }
 
     /// Adds a Pod or replaces the one with the same uid.
     pub fn upsert(&self, entry: PodEntry) {
-        let _writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let current = self.set.load_full();
-        let mut pods: Vec<PodEntry> = current.pods.iter().filter(|p| p.pod.uid != entry.pod.uid).cloned().collect();
+        let mut pods: Vec<PodEntry> = current
+            .pods
+            .iter()
+            .filter(|p| p.pod.uid != entry.pod.uid)
+            .cloned()
+            .collect();
         pods.push(entry);
         self.store(pods);
     }
 
     /// Removes the Pod with this uid; whether it was there.
     pub fn remove(&self, uid: &str) -> bool {
-        let _writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let current = self.set.load_full();
-        let pods: Vec<PodEntry> = current.pods.iter().filter(|p| p.pod.uid != uid).cloned().collect();
+        let pods: Vec<PodEntry> = current
+            .pods
+            .iter()
+            .filter(|p| p.pod.uid != uid)
+            .cloned()
+            .collect();
         let removed = pods.len() != current.pods.len();
         if removed {
             self.store(pods);

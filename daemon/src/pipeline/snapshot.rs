@@ -18,12 +18,19 @@ pub struct PodRef {
 impl PodRef {
     /// A Pod reference.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, uid: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into(), uid: uid.into() }
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: uid.into(),
+        }
     }
 
     /// Whether `id` names this Pod: its uid, or `namespace/name`.
     pub fn matches(&self, id: &str) -> bool {
-        id == self.uid || id.split_once('/').is_some_and(|(ns, name)| ns == self.namespace && name == self.name)
+        id == self.uid
+            || id
+                .split_once('/')
+                .is_some_and(|(ns, name)| ns == self.namespace && name == self.name)
     }
 }
 
@@ -115,16 +122,40 @@ impl Pressure {
         }
         pick(&mut self.cpu_usage_cores, &other.cpu_usage_cores);
         pick(&mut self.cpu_periods_total, &other.cpu_periods_total);
-        pick(&mut self.cpu_throttled_periods_total, &other.cpu_throttled_periods_total);
-        pick(&mut self.cpu_throttled_seconds_total, &other.cpu_throttled_seconds_total);
+        pick(
+            &mut self.cpu_throttled_periods_total,
+            &other.cpu_throttled_periods_total,
+        );
+        pick(
+            &mut self.cpu_throttled_seconds_total,
+            &other.cpu_throttled_seconds_total,
+        );
         pick(&mut self.cpu_throttled_ratio, &other.cpu_throttled_ratio);
-        pick(&mut self.cpu_throttled_seconds_per_second, &other.cpu_throttled_seconds_per_second);
-        pick(&mut self.probe_throttle_episodes_per_second, &other.probe_throttle_episodes_per_second);
-        pick(&mut self.probe_throttled_seconds_per_second, &other.probe_throttled_seconds_per_second);
-        pick(&mut self.runq_latency_mean_seconds, &other.runq_latency_mean_seconds);
+        pick(
+            &mut self.cpu_throttled_seconds_per_second,
+            &other.cpu_throttled_seconds_per_second,
+        );
+        pick(
+            &mut self.probe_throttle_episodes_per_second,
+            &other.probe_throttle_episodes_per_second,
+        );
+        pick(
+            &mut self.probe_throttled_seconds_per_second,
+            &other.probe_throttled_seconds_per_second,
+        );
+        pick(
+            &mut self.runq_latency_mean_seconds,
+            &other.runq_latency_mean_seconds,
+        );
         pick(&mut self.memory_usage_bytes, &other.memory_usage_bytes);
-        pick(&mut self.memory_working_set_bytes, &other.memory_working_set_bytes);
-        pick(&mut self.memory_reclaim_stall_seconds_per_second, &other.memory_reclaim_stall_seconds_per_second);
+        pick(
+            &mut self.memory_working_set_bytes,
+            &other.memory_working_set_bytes,
+        );
+        pick(
+            &mut self.memory_reclaim_stall_seconds_per_second,
+            &other.memory_reclaim_stall_seconds_per_second,
+        );
         pick(&mut self.oom_kills_total, &other.oom_kills_total);
         pick_psi(&mut self.psi_cpu, &other.psi_cpu);
         pick_psi(&mut self.psi_memory, &other.psi_memory);

@@ -100,10 +100,10 @@ impl KernelBtf {
                     .resolve_chained_type(member)
                     .ok()
                     .map(|t| self.resolve(t));
-                if let Some(Type::Struct(inner) | Type::Union(inner)) = inner {
-                    if let Some((bits, size, ty)) = self.member_bits(&inner, name) {
-                        return Some((member.bit_offset() + bits, size, ty));
-                    }
+                if let Some(Type::Struct(inner) | Type::Union(inner)) = inner
+                    && let Some((bits, size, ty)) = self.member_bits(&inner, name)
+                {
+                    return Some((member.bit_offset() + bits, size, ty));
                 }
             }
         }

@@ -26,6 +26,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("sched_switch", "sched_switch"),
     ("sched_wakeup", "sched_wakeup"),
     ("sched_wakeup_new", "sched_wakeup_new"),
+    ("sched_process_exit", "sched_process_exit"),
     ("memcg_reclaim_begin", "mm_vmscan_memcg_reclaim_begin"),
     ("memcg_reclaim_end", "mm_vmscan_memcg_reclaim_end"),
     ("direct_reclaim_begin", "mm_vmscan_direct_reclaim_begin"),

@@ -1,0 +1,71 @@
+//! Shared helpers for the privileged tests on this host's real v1 cgroups.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use headroom_actuator::{CgroupSetup, detect_setup};
+
+pub const MOUNT: &str = "/sys/fs/cgroup";
+
+/// Whether the privileged tests can run here. If not, prints `SKIPPED (<reason>)` and returns
+/// false — unless `HEADROOM_REQUIRE_PRIVILEGED=1` (CI), which turns the skip into a failure.
+pub fn privileged(test: &str) -> bool {
+    let reason = if !nix::unistd::geteuid().is_root() {
+        Some("not root".to_owned())
+    } else {
+        match detect_setup(Path::new(MOUNT)) {
+            Err(e) => Some(format!("no cgroup mount: {e}")),
+            Ok(CgroupSetup::Unified) => {
+                Some("cgroup v2 only host; these tests need the v1 cpu and memory hierarchies".into())
+            }
+            Ok(_) => ["cpu/cpu.cfs_quota_us", "memory/memory.limit_in_bytes"]
+                .iter()
+                .find(|f| !Path::new(MOUNT).join(f).exists())
+                .map(|f| format!("{MOUNT}/{f} missing")),
+        }
+    };
+    match reason {
+        None => true,
+        Some(r) if std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() == Ok("1") => {
+            panic!("{test}: privileged test cannot run ({r}) but HEADROOM_REQUIRE_PRIVILEGED=1")
+        }
+        Some(r) => {
+            eprintln!("{test}: SKIPPED ({r})");
+            false
+        }
+    }
+}
+
+/// A child process killed (and reaped) on drop, even when the test fails.
+pub struct Proc(pub Child);
+
+impl Proc {
+    pub fn sh(script: &str) -> Self {
+        Self(
+            Command::new("/bin/sh")
+                .args(["-c", script])
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("spawn sh"),
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn read_file(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .trim()
+        .to_owned()
+}

@@ -1,0 +1,538 @@
+//! `headroomctl`: talk to headroomd over its Unix socket.
+//!
+//! - `headroom`: one snapshot of node headroom.
+//! - `watch`: stream snapshots as they change.
+//! - `pods [--json]`: per-Pod pressure.
+//! - `top`: live terminal view (ratatui) of node headroom and the most throttled / pressured Pods.
+
+use std::{collections::HashMap, path::PathBuf, time::Duration};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
+use serde_json::json;
+use tonic::transport::Channel;
+
+#[derive(Parser)]
+#[command(
+    name = "headroomctl",
+    version,
+    about = "Query headroomd: node headroom, per-Pod pressure, live view"
+)]
+struct Cli {
+    /// headroomd's Unix socket.
+    #[arg(long, global = true, default_value = "/run/headroom/headroomd.sock")]
+    socket: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print one snapshot of node headroom.
+    Headroom {
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stream node headroom as it changes.
+    Watch {
+        /// At most one update per this many milliseconds.
+        #[arg(long, default_value_t = 0)]
+        min_interval_ms: u32,
+        /// Stop after this many updates (0: never).
+        #[arg(long, default_value_t = 0)]
+        count: u64,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-Pod pressure.
+    Pods {
+        /// Only this namespace.
+        #[arg(long, short = 'n', default_value = "")]
+        namespace: String,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Live view: node headroom and the most throttled / pressured Pods, with sparklines.
+    Top {
+        /// Pods shown.
+        #[arg(long, default_value_t = 15)]
+        rows: usize,
+    },
+}
+
+fn fig(f: &Option<pb::Figure>) -> Option<f64> {
+    f.as_ref().map(|f| f.value)
+}
+
+fn res(r: &Option<pb::ResourceFigures>) -> pb::ResourceFigures {
+    r.unwrap_or_default()
+}
+
+fn node_line(s: &pb::HeadroomSnapshot) -> String {
+    let n = s.node.unwrap_or_default();
+    let (c, m) = (res(&n.cpu_millis), res(&n.memory_bytes));
+    let gib = |b: i64| b as f64 / f64::from(1u32 << 30);
+    format!(
+        "v{} {} cpu: headroom {}m (allocatable {}m, allocated {}m, reserved {}m) | memory: headroom {:.2}Gi \
+         (allocatable {:.2}Gi, allocated {:.2}Gi, reserved {:.2}Gi) | reservations {} | dropped {}{}",
+        s.version,
+        s.node_name,
+        c.headroom,
+        c.allocatable,
+        c.allocated,
+        c.reserved,
+        gib(m.headroom),
+        gib(m.allocatable),
+        gib(m.allocated),
+        gib(m.reserved),
+        s.reservations.len(),
+        s.pipeline.unwrap_or_default().dropped_total,
+        if n.stale { " [STALE]" } else { "" },
+    )
+}
+
+fn figure_json(f: &Option<pb::Figure>) -> serde_json::Value {
+    match f {
+        Some(f) => {
+            json!({"value": f.value, "measured_at": f.measured_at.map(|t| t.to_string()), "stale": f.stale})
+        }
+        None => serde_json::Value::Null,
+    }
+}
+
+fn pressure_json(p: &pb::Pressure) -> serde_json::Value {
+    json!({
+        "cpu_usage_cores": figure_json(&p.cpu_usage_cores),
+        "cpu_throttled_ratio": figure_json(&p.cpu_throttled_ratio),
+        "cpu_throttled_seconds_per_second": figure_json(&p.cpu_throttled_seconds_per_second),
+        "cpu_throttled_periods_total": figure_json(&p.cpu_throttled_periods_total),
+        "cpu_periods_total": figure_json(&p.cpu_periods_total),
+        "probe_throttled_seconds_per_second": figure_json(&p.probe_throttled_seconds_per_second),
+        "runq_latency_mean_seconds": figure_json(&p.runq_latency_mean_seconds),
+        "memory_working_set_bytes": figure_json(&p.memory_working_set_bytes),
+        "memory_reclaim_stall_seconds_per_second": figure_json(&p.memory_reclaim_stall_seconds_per_second),
+        "oom_kills_total": figure_json(&p.oom_kills_total),
+        "psi_cpu_some_avg10": p.psi_cpu.map(|x| x.some_avg10),
+        "psi_memory_some_avg10": p.psi_memory.map(|x| x.some_avg10),
+    })
+}
+
+fn snapshot_json(s: &pb::HeadroomSnapshot) -> serde_json::Value {
+    let n = s.node.unwrap_or_default();
+    let r = |f: pb::ResourceFigures| json!({"allocatable": f.allocatable, "allocated": f.allocated, "reserved": f.reserved, "headroom": f.headroom});
+    json!({
+        "version": s.version,
+        "node_name": s.node_name,
+        "generated_at": s.generated_at.map(|t| t.to_string()),
+        "cpu_millis": r(res(&n.cpu_millis)),
+        "memory_bytes": r(res(&n.memory_bytes)),
+        "stale": n.stale,
+        "reservations": s.reservations.iter().map(|r| json!({
+            "id": r.id, "pod": r.pod, "cpu_millis": r.cpu_millis, "memory_bytes": r.memory_bytes,
+            "expires_at": r.expires_at.map(|t| t.to_string()),
+        })).collect::<Vec<_>>(),
+        "pipeline": s.pipeline.map(|p| json!({
+            "processed_total": p.processed_total, "dropped_total": p.dropped_total,
+            "unattributed_total": p.unattributed_total, "queue_capacity": p.queue_capacity,
+        })),
+    })
+}
+
+fn pod_json(p: &pb::PodPressure) -> serde_json::Value {
+    let r = p.pod.clone().unwrap_or_default();
+    json!({
+        "namespace": r.namespace, "name": r.name, "uid": r.uid,
+        "pod": p.pod_cgroup.as_ref().map(pressure_json),
+        "containers": p.containers.iter().map(|c| json!({
+            "name": c.name, "pressure": c.pressure.as_ref().map(pressure_json),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The worst of the Pod cgroup and its containers for one figure.
+fn worst(p: &pb::PodPressure, get: fn(&pb::Pressure) -> Option<f64>) -> Option<f64> {
+    p.pod_cgroup
+        .as_ref()
+        .into_iter()
+        .chain(p.containers.iter().filter_map(|c| c.pressure.as_ref()))
+        .filter_map(get)
+        .reduce(f64::max)
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".to_owned(), f)
+}
+
+fn pods_table(pods: &[pb::PodPressure]) -> String {
+    let mut out = format!(
+        "{:<20} {:<32} {:>8} {:>9} {:>10} {:>10} {:>9} {:>4}\n",
+        "NAMESPACE", "POD", "CPU", "THROTTLE", "THR s/s", "WSET MiB", "RECL s/s", "OOM"
+    );
+    for p in pods {
+        let r = p.pod.clone().unwrap_or_default();
+        out += &format!(
+            "{:<20} {:<32} {:>8} {:>9} {:>10} {:>10} {:>9} {:>4}\n",
+            r.namespace,
+            r.name,
+            opt(worst(p, |x| fig(&x.cpu_usage_cores)), |v| format!("{v:.2}")),
+            opt(worst(p, |x| fig(&x.cpu_throttled_ratio)), |v| format!(
+                "{:.1}%",
+                v * 100.0
+            )),
+            opt(
+                worst(p, |x| fig(&x.cpu_throttled_seconds_per_second)),
+                |v| format!("{v:.3}")
+            ),
+            opt(worst(p, |x| fig(&x.memory_working_set_bytes)), |v| format!(
+                "{:.1}",
+                v / 1048576.0
+            )),
+            opt(
+                worst(p, |x| fig(&x.memory_reclaim_stall_seconds_per_second)),
+                |v| format!("{v:.3}")
+            ),
+            opt(worst(p, |x| fig(&x.oom_kills_total)), |v| format!("{v:.0}")),
+        );
+    }
+    out
+}
+
+async fn client(socket: &PathBuf) -> anyhow::Result<HeadroomClient<Channel>> {
+    headroomd::server::client::headroom_client(socket)
+        .await
+        .with_context(|| {
+            format!(
+                "connect to headroomd at {} (is it running? --socket?)",
+                socket.display()
+            )
+        })
+}
+
+fn status(e: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("headroomd: {:?}: {}", e.code(), e.message())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let mut c = client(&cli.socket).await?;
+    match cli.command {
+        Command::Headroom { json } => {
+            let s = c
+                .get_headroom(pb::GetHeadroomRequest { include_pods: false })
+                .await
+                .map_err(status)?
+                .into_inner();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&snapshot_json(&s))?);
+            } else {
+                println!("{}", node_line(&s));
+            }
+        }
+        Command::Watch {
+            min_interval_ms,
+            count,
+            json,
+        } => {
+            let mut stream = c
+                .watch_headroom(pb::WatchHeadroomRequest {
+                    include_pods: false,
+                    min_interval_ms,
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            let mut seen = 0;
+            while let Some(s) = stream.message().await.map_err(status)? {
+                if json {
+                    println!("{}", snapshot_json(&s));
+                } else {
+                    println!("{}", node_line(&s));
+                }
+                seen += 1;
+                if count != 0 && seen >= count {
+                    break;
+                }
+            }
+        }
+        Command::Pods { namespace, json } => {
+            let r = c
+                .list_pods(pb::ListPodsRequest {
+                    namespace,
+                    pod_uid: String::new(),
+                })
+                .await
+                .map_err(status)?;
+            let pods = r.into_inner().pods;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&pods.iter().map(pod_json).collect::<Vec<_>>())?
+                );
+            } else {
+                print!("{}", pods_table(&pods));
+            }
+        }
+        Command::Top { rows } => top::run(c, rows).await?,
+    }
+    Ok(())
+}
+
+mod top {
+    //! The live view.
+    use std::collections::VecDeque;
+
+    use ratatui::{
+        Terminal,
+        backend::CrosstermBackend,
+        crossterm::{
+            event::{self, Event, KeyCode},
+            execute,
+            terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode},
+        },
+        layout::{Constraint, Direction, Layout},
+        style::{Color, Modifier, Style},
+        widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Sparkline, Table},
+    };
+
+    use super::*;
+
+    const HISTORY: usize = 120;
+
+    struct State {
+        snapshot: Option<pb::HeadroomSnapshot>,
+        cpu_headroom: VecDeque<u64>,
+        mem_headroom: VecDeque<u64>,
+        throttle: HashMap<String, VecDeque<u64>>,
+    }
+
+    fn push(q: &mut VecDeque<u64>, v: u64) {
+        if q.len() == HISTORY {
+            q.pop_front();
+        }
+        q.push_back(v);
+    }
+
+    impl State {
+        fn update(&mut self, s: pb::HeadroomSnapshot) {
+            let n = s.node.unwrap_or_default();
+            push(
+                &mut self.cpu_headroom,
+                res(&n.cpu_millis).headroom.max(0).unsigned_abs(),
+            );
+            push(
+                &mut self.mem_headroom,
+                (res(&n.memory_bytes).headroom.max(0) >> 20).unsigned_abs(),
+            );
+            for p in &s.pods {
+                let uid = p.pod.as_ref().map(|r| r.uid.clone()).unwrap_or_default();
+                let v = worst(p, |x| fig(&x.cpu_throttled_ratio)).unwrap_or(0.0);
+                push(self.throttle.entry(uid).or_default(), (v * 1000.0) as u64);
+            }
+            self.snapshot = Some(s);
+        }
+    }
+
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = disable_raw_mode();
+            let _ = execute!(std::io::stdout(), LeaveAlternateScreen);
+        }
+    }
+
+    pub(super) async fn run(mut c: HeadroomClient<Channel>, rows: usize) -> anyhow::Result<()> {
+        let mut stream = c
+            .watch_headroom(pb::WatchHeadroomRequest {
+                include_pods: true,
+                min_interval_ms: 250,
+            })
+            .await
+            .map_err(status)?
+            .into_inner();
+        enable_raw_mode()?;
+        let _restore = Restore;
+        execute!(std::io::stdout(), EnterAlternateScreen)?;
+        let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        let mut state = State {
+            snapshot: None,
+            cpu_headroom: VecDeque::new(),
+            mem_headroom: VecDeque::new(),
+            throttle: HashMap::new(),
+        };
+        let (keys_tx, mut keys) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            while let Ok(ev) = event::read() {
+                if let Event::Key(k) = ev
+                    && keys_tx.send(k.code).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        loop {
+            terminal.draw(|f| draw(f, &state, rows))?;
+            tokio::select! {
+                msg = stream.message() => match msg.map_err(status)? {
+                    Some(s) => state.update(s),
+                    None => anyhow::bail!("headroomd closed the stream"),
+                },
+                Some(key) = keys.recv() => if matches!(key, KeyCode::Char('q') | KeyCode::Esc) { break },
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn draw(f: &mut ratatui::Frame<'_>, st: &State, rows: usize) {
+        let area = f.area();
+        let parts = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Length(3), Constraint::Length(6), Constraint::Min(5)])
+            .split(area);
+        let Some(s) = &st.snapshot else {
+            f.render_widget(Paragraph::new("waiting for headroomd… (q to quit)"), area);
+            return;
+        };
+        let n = s.node.unwrap_or_default();
+        let (cpu, mem) = (res(&n.cpu_millis), res(&n.memory_bytes));
+        let ratio = |r: pb::ResourceFigures| {
+            if r.allocatable > 0 {
+                ((r.allocated + r.reserved) as f64 / r.allocatable as f64).clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        };
+        let top = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .split(parts[0]);
+        f.render_widget(
+            Gauge::default()
+                .block(Block::default().borders(Borders::ALL).title(format!(
+                    " {} cpu: {}m free of {}m{} ",
+                    s.node_name,
+                    cpu.headroom,
+                    cpu.allocatable,
+                    if n.stale { " STALE" } else { "" }
+                )))
+                .gauge_style(Style::default().fg(Color::Cyan))
+                .ratio(ratio(cpu)),
+            top[0],
+        );
+        f.render_widget(
+            Gauge::default()
+                .block(Block::default().borders(Borders::ALL).title(format!(
+                    " memory: {} MiB free of {} MiB ",
+                    mem.headroom >> 20,
+                    mem.allocatable >> 20
+                )))
+                .gauge_style(Style::default().fg(Color::Magenta))
+                .ratio(ratio(mem)),
+            top[1],
+        );
+        let sparks = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .split(parts[1]);
+        let cpu_hist: Vec<u64> = st.cpu_headroom.iter().copied().collect();
+        let mem_hist: Vec<u64> = st.mem_headroom.iter().copied().collect();
+        f.render_widget(
+            Sparkline::default()
+                .block(Block::default().borders(Borders::ALL).title(" cpu headroom (m) "))
+                .data(&cpu_hist)
+                .style(Style::default().fg(Color::Cyan)),
+            sparks[0],
+        );
+        f.render_widget(
+            Sparkline::default()
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(" memory headroom (MiB) "),
+                )
+                .data(&mem_hist)
+                .style(Style::default().fg(Color::Magenta)),
+            sparks[1],
+        );
+        let mut pods: Vec<&pb::PodPressure> = s.pods.iter().collect();
+        let score = |p: &pb::PodPressure| {
+            worst(p, |x| fig(&x.cpu_throttled_ratio)).unwrap_or(0.0) * 10.0
+                + worst(p, |x| fig(&x.memory_reclaim_stall_seconds_per_second)).unwrap_or(0.0)
+                + worst(p, |x| x.psi_memory.map(|m| m.some_avg10 / 100.0)).unwrap_or(0.0)
+        };
+        pods.sort_by(|a, b| score(b).total_cmp(&score(a)));
+        let spark = |uid: &str| -> String {
+            const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+            st.throttle
+                .get(uid)
+                .map(|h| {
+                    h.iter()
+                        .rev()
+                        .take(30)
+                        .rev()
+                        .map(|v| BARS[((*v as usize) * 7 / 1000).min(7)])
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let table_rows: Vec<Row<'_>> = pods
+            .iter()
+            .take(rows)
+            .map(|p| {
+                let r = p.pod.clone().unwrap_or_default();
+                Row::new(vec![
+                    Cell::from(format!("{}/{}", r.namespace, r.name)),
+                    Cell::from(opt(worst(p, |x| fig(&x.cpu_usage_cores)), |v| format!("{v:.2}"))),
+                    Cell::from(opt(worst(p, |x| fig(&x.cpu_throttled_ratio)), |v| {
+                        format!("{:.1}%", v * 100.0)
+                    })),
+                    Cell::from(spark(&r.uid)),
+                    Cell::from(opt(worst(p, |x| fig(&x.memory_working_set_bytes)), |v| {
+                        format!("{:.0}", v / 1048576.0)
+                    })),
+                    Cell::from(opt(
+                        worst(p, |x| fig(&x.memory_reclaim_stall_seconds_per_second)),
+                        |v| format!("{v:.3}"),
+                    )),
+                    Cell::from(opt(worst(p, |x| fig(&x.oom_kills_total)), |v| format!("{v:.0}"))),
+                ])
+            })
+            .collect();
+        let header = Row::new([
+            "POD",
+            "CPU",
+            "THROTTLE",
+            "THROTTLE (last 30)",
+            "WSET MiB",
+            "RECLAIM s/s",
+            "OOM",
+        ])
+        .style(Style::default().add_modifier(Modifier::BOLD));
+        f.render_widget(
+            Table::new(
+                table_rows,
+                [
+                    Constraint::Min(30),
+                    Constraint::Length(6),
+                    Constraint::Length(9),
+                    Constraint::Length(32),
+                    Constraint::Length(9),
+                    Constraint::Length(12),
+                    Constraint::Length(4),
+                ],
+            )
+            .header(header)
+            .block(Block::default().borders(Borders::ALL).title(format!(
+                " most throttled / pressured pods — v{} dropped {} — q quits ",
+                s.version,
+                s.pipeline.unwrap_or_default().dropped_total
+            ))),
+            parts[2],
+        );
+    }
+}

@@ -1,0 +1,670 @@
+//! The single aggregator thread: owns all mutable state, turns cumulative counters into rates and
+//! publishes immutable snapshots.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    hash::{BuildHasherDefault, Hasher},
+    sync::{Arc, atomic::Ordering},
+    thread,
+    time::{Duration, Instant, SystemTime},
+};
+
+use arc_swap::ArcSwap;
+use crossbeam::channel;
+use headroom_common::{CgroupKey, EventKind};
+use headroom_node_model::{NodeHeadroom, ReservationLedger, Resources, node_headroom};
+use tokio::sync::watch;
+
+use super::{
+    CgroupFiles, CgroupSample, Control, LedgerReply, PipelineConfig, PipelineInput, PsiReading, ReserveError,
+    ReserveRequest, Shared,
+    pods::{CgroupOwner, PodResolver, PodSet, PodSource},
+    snapshot::{
+        ContainerView, Figure, NodeFigures, PipelineStats, PodRef, PodView, Pressure, PsiFigures,
+        ReservationView, Snapshot,
+    },
+};
+
+/// Records handled between two looks at the control channel and the clock.
+const BATCH: usize = 4_096;
+/// Longest park when idle (bounds a lost wake-up).
+const MAX_PARK: Duration = Duration::from_millis(50);
+/// At most one overflow warning per this interval.
+const DROP_WARN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Multiplicative hasher for [`CgroupKey`] (ids are inode numbers: well spread, never hostile).
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type KeyMap<V> = HashMap<CgroupKey, V, BuildHasherDefault<KeyHasher>>;
+
+/// Converts monotonic instants to wall-clock time from one fixed base.
+#[derive(Clone, Copy)]
+struct Clock {
+    base_instant: Instant,
+    base_wall: SystemTime,
+}
+
+impl Clock {
+    fn wall(&self, at: Instant) -> SystemTime {
+        match at.checked_duration_since(self.base_instant) {
+            Some(d) => self.base_wall + d,
+            None => self.base_wall - self.base_instant.duration_since(at),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ProbeCounters {
+    throttle_episodes: u64,
+    throttled_ns: u64,
+    runq_count: u64,
+    runq_total_ns: u64,
+    reclaim_stall_ns: u64,
+}
+
+#[derive(Default)]
+struct CgroupState {
+    owner: Option<CgroupOwner>,
+    next_resolve: Option<Instant>,
+    probe_last: Option<(Instant, ProbeCounters)>,
+    files_last: Option<CgroupFiles>,
+    /// OOM kills: probe counter, `memory.events`, events seen.
+    oom_probe: u64,
+    oom_files: u64,
+    oom_events: u64,
+    last_update: Option<Instant>,
+    pressure: Pressure,
+}
+
+fn delta(cur: u64, prev: u64) -> Option<u64> {
+    cur.checked_sub(prev)
+}
+
+pub(crate) struct Aggregator {
+    config: PipelineConfig,
+    resolver: Arc<dyn PodResolver>,
+    pod_source: Arc<dyn PodSource>,
+    shared: Arc<Shared>,
+    control: channel::Receiver<Control>,
+    clock: Clock,
+    cgroups: KeyMap<CgroupState>,
+    ledger: ReservationLedger,
+    pods: PodSet,
+    pods_read_at: Instant,
+    allocated: Resources,
+    processed: u64,
+    unattributed: u64,
+    version: u64,
+    dirty: bool,
+    last_publish: Option<Instant>,
+    last_tick: Instant,
+    dropped_reported: u64,
+    last_drop_warning: Option<Instant>,
+}
+
+impl Aggregator {
+    pub(crate) fn new(
+        config: PipelineConfig,
+        resolver: Arc<dyn PodResolver>,
+        pod_source: Arc<dyn PodSource>,
+        shared: Arc<Shared>,
+        control: channel::Receiver<Control>,
+    ) -> Self {
+        let now = Instant::now();
+        let pods = pod_source.pods();
+        let allocated = sum_requests(&pods);
+        Self {
+            config,
+            resolver,
+            pod_source,
+            shared,
+            control,
+            clock: Clock {
+                base_instant: now,
+                base_wall: SystemTime::now(),
+            },
+            cgroups: KeyMap::default(),
+            ledger: ReservationLedger::new(),
+            pods_read_at: now,
+            pods,
+            allocated,
+            processed: 0,
+            unattributed: 0,
+            version: 0,
+            dirty: false,
+            last_publish: None,
+            last_tick: now,
+            dropped_reported: 0,
+            last_drop_warning: None,
+        }
+    }
+
+    pub(crate) fn run(mut self, current: &ArcSwap<Snapshot>, changed: &watch::Sender<u64>) {
+        let _span = tracing::info_span!("aggregator").entered();
+        tracing::info!(
+            capacity = self.shared.queue.capacity(),
+            "pipeline aggregator started"
+        );
+        loop {
+            let mut handled = 0;
+            while handled < BATCH {
+                let Some(input) = self.shared.queue.pop() else {
+                    break;
+                };
+                self.apply(input);
+                handled += 1;
+            }
+            let mut now = Instant::now();
+            while let Ok(control) = self.control.try_recv() {
+                self.handle_control(control, now, current, changed);
+                now = Instant::now();
+            }
+            if now.duration_since(self.last_tick) >= self.config.tick_interval {
+                self.tick(now);
+            }
+            let publish_due = self
+                .last_publish
+                .is_none_or(|at| now.duration_since(at) >= self.config.min_publish_interval);
+            if self.dirty && publish_due {
+                self.publish(now, current, changed);
+            }
+            if self.shared.shutdown.load(Ordering::SeqCst) {
+                break;
+            }
+            if handled == 0 {
+                let mut deadline = self.last_tick + self.config.tick_interval;
+                if self.dirty
+                    && let Some(at) = self.last_publish
+                {
+                    deadline = deadline.min(at + self.config.min_publish_interval);
+                }
+                let wait = deadline.saturating_duration_since(now).min(MAX_PARK);
+                if wait.is_zero() {
+                    continue;
+                }
+                self.shared.sleeping.store(true, Ordering::SeqCst);
+                if self.shared.queue.is_empty() && self.control.is_empty() {
+                    thread::park_timeout(wait);
+                }
+                self.shared.sleeping.store(false, Ordering::SeqCst);
+            }
+        }
+        // Publish what was aggregated last, so nothing accepted is lost from view.
+        while let Some(input) = self.shared.queue.pop() {
+            self.apply(input);
+        }
+        if self.dirty {
+            self.publish(Instant::now(), current, changed);
+        }
+        tracing::info!(processed = self.processed, "pipeline aggregator stopped");
+    }
+
+    // === Input ===
+
+    fn apply(&mut self, input: PipelineInput) {
+        self.processed += 1;
+        self.dirty = true;
+        match input {
+            PipelineInput::Sample(sample) => self.apply_sample(&sample),
+            PipelineInput::CgroupFiles(files) => self.apply_files(&files),
+            PipelineInput::Event(event, at) => {
+                let key = event.cgroup;
+                if event.kind == EventKind::CgroupRmdir as u32 {
+                    self.cgroups.remove(&key);
+                } else if event.kind == EventKind::OomKill as u32 {
+                    let clock = self.clock;
+                    let state = self.state(key, at);
+                    state.oom_events += 1;
+                    state.last_update = Some(at);
+                    update_oom(state, clock.wall(at));
+                }
+            }
+        }
+    }
+
+    /// The state of `key`, resolving its owner when it is new (or due for another try).
+    fn state(&mut self, key: CgroupKey, at: Instant) -> &mut CgroupState {
+        let state = self.cgroups.entry(key).or_default();
+        if state.owner.is_none() && state.next_resolve.is_none_or(|t| at >= t) {
+            state.owner = self.resolver.resolve(&key);
+            state.next_resolve = Some(at + self.config.resolve_retry);
+        }
+        if state.owner.is_none() {
+            self.unattributed += 1;
+        }
+        state
+    }
+
+    fn apply_sample(&mut self, sample: &CgroupSample) {
+        let clock = self.clock;
+        let s = &sample.stats;
+        let cur = ProbeCounters {
+            throttle_episodes: s.throttle_episodes,
+            throttled_ns: s.throttled_ns,
+            runq_count: s.runq_count,
+            runq_total_ns: s.runq_total_ns,
+            reclaim_stall_ns: s.memcg_reclaim_stall_ns.saturating_add(s.direct_reclaim_stall_ns),
+        };
+        let state = self.state(sample.key, sample.at);
+        let measured_at = clock.wall(sample.at);
+        let fig = |value: f64| {
+            Some(Figure {
+                value,
+                measured_at,
+                stale: false,
+            })
+        };
+        if let Some((prev_at, prev)) = state.probe_last
+            && let Some(dt) = sample.at.checked_duration_since(prev_at).filter(|d| !d.is_zero())
+        {
+            let dt = dt.as_secs_f64();
+            let p = &mut state.pressure;
+            if let Some(d) = delta(cur.throttle_episodes, prev.throttle_episodes) {
+                p.probe_throttle_episodes_per_second = fig(d as f64 / dt);
+            }
+            if let Some(d) = delta(cur.throttled_ns, prev.throttled_ns) {
+                p.probe_throttled_seconds_per_second = fig(d as f64 / 1e9 / dt);
+            }
+            if let (Some(dc), Some(dt_ns)) = (
+                delta(cur.runq_count, prev.runq_count),
+                delta(cur.runq_total_ns, prev.runq_total_ns),
+            ) {
+                p.runq_latency_mean_seconds = fig(if dc == 0 {
+                    0.0
+                } else {
+                    dt_ns as f64 / dc as f64 / 1e9
+                });
+            }
+            if let Some(d) = delta(cur.reclaim_stall_ns, prev.reclaim_stall_ns) {
+                p.memory_reclaim_stall_seconds_per_second = fig(d as f64 / 1e9 / dt);
+            }
+        }
+        if state.probe_last.is_none_or(|(prev_at, _)| sample.at >= prev_at) {
+            state.probe_last = Some((sample.at, cur));
+        }
+        state.oom_probe = state.oom_probe.max(s.oom_kills);
+        state.last_update = Some(sample.at);
+        update_oom(state, measured_at);
+    }
+
+    fn apply_files(&mut self, files: &CgroupFiles) {
+        let clock = self.clock;
+        let state = self.state(files.key, files.at);
+        let measured_at = clock.wall(files.at);
+        let fig = |value: f64| {
+            Some(Figure {
+                value,
+                measured_at,
+                stale: false,
+            })
+        };
+        let prev = state.files_last.filter(|p| files.at > p.at);
+        let dt = prev.map(|p| files.at.duration_since(p.at).as_secs_f64());
+        let p = &mut state.pressure;
+        if let Some(cpu) = files.cpu {
+            p.cpu_periods_total = fig(cpu.nr_periods as f64);
+            p.cpu_throttled_periods_total = fig(cpu.nr_throttled as f64);
+            p.cpu_throttled_seconds_total = fig(cpu.throttled_ns as f64 / 1e9);
+            if let (Some(prev_cpu), Some(dt)) = (prev.and_then(|p| p.cpu), dt) {
+                if let Some(d) = delta(cpu.usage_ns, prev_cpu.usage_ns) {
+                    p.cpu_usage_cores = fig(d as f64 / 1e9 / dt);
+                }
+                if let (Some(dp), Some(dthr)) = (
+                    delta(cpu.nr_periods, prev_cpu.nr_periods),
+                    delta(cpu.nr_throttled, prev_cpu.nr_throttled),
+                ) {
+                    let ratio = if dp == 0 {
+                        0.0
+                    } else {
+                        (dthr as f64 / dp as f64).min(1.0)
+                    };
+                    p.cpu_throttled_ratio = fig(ratio);
+                }
+                if let Some(d) = delta(cpu.throttled_ns, prev_cpu.throttled_ns) {
+                    p.cpu_throttled_seconds_per_second = fig(d as f64 / 1e9 / dt);
+                }
+            }
+        }
+        if let Some(mem) = files.memory {
+            p.memory_usage_bytes = fig(mem.usage_bytes as f64);
+            p.memory_working_set_bytes = fig(mem.working_set_bytes as f64);
+        }
+        let psi = |cur: Option<PsiReading>, prev: Option<PsiReading>| {
+            cur.map(|r| psi_figures(r, prev.zip(dt), measured_at))
+        };
+        if files.psi_cpu.is_some() {
+            p.psi_cpu = psi(files.psi_cpu, prev.and_then(|p| p.psi_cpu));
+        }
+        if files.psi_memory.is_some() {
+            p.psi_memory = psi(files.psi_memory, prev.and_then(|p| p.psi_memory));
+        }
+        if files.psi_io.is_some() {
+            p.psi_io = psi(files.psi_io, prev.and_then(|p| p.psi_io));
+        }
+        if let Some(oom) = files.oom_kills {
+            state.oom_files = state.oom_files.max(oom);
+        }
+        if state.files_last.is_none_or(|p| files.at >= p.at) {
+            // Keep what this reading lacks from the previous one, so that rates of files read at
+            // different paces (e.g. PSI less often) still have a previous value.
+            let mut merged = *files;
+            if let Some(old) = state.files_last {
+                merged.cpu = merged.cpu.or(old.cpu);
+                merged.memory = merged.memory.or(old.memory);
+                merged.psi_cpu = merged.psi_cpu.or(old.psi_cpu);
+                merged.psi_memory = merged.psi_memory.or(old.psi_memory);
+                merged.psi_io = merged.psi_io.or(old.psi_io);
+            }
+            state.files_last = Some(merged);
+        }
+        state.last_update = Some(files.at);
+        update_oom(state, measured_at);
+    }
+
+    // === Control ===
+
+    fn handle_control(
+        &mut self,
+        control: Control,
+        now: Instant,
+        current: &ArcSwap<Snapshot>,
+        changed: &watch::Sender<u64>,
+    ) {
+        match control {
+            Control::Reserve(request, reply) => {
+                let _span = tracing::info_span!("reserve", id = %request.id, pod = %request.pod).entered();
+                self.refresh_pods(now);
+                let result = self.reserve(&request, now);
+                match &result {
+                    Ok(_) => tracing::info!(amount = %request.amount, "reserved"),
+                    Err(e) => tracing::info!(error = %e, "reservation refused"),
+                }
+                if result.is_ok() {
+                    self.publish(now, current, changed);
+                }
+                let _ = reply.send(result);
+            }
+            Control::Release(id, reply) => {
+                let _span = tracing::info_span!("release", id = %id).entered();
+                let released = self.ledger.release(&id);
+                let result = released.map(|r| (self.reservation_view(&r), self.headroom(now)));
+                if result.is_some() {
+                    tracing::info!("released");
+                    self.publish(now, current, changed);
+                }
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    fn reserve(&mut self, request: &ReserveRequest, now: Instant) -> Result<LedgerReply, ReserveError> {
+        if request.require_known_pod && !self.knows_pod(&request.pod) {
+            return Err(ReserveError::UnknownPod(request.pod.clone()));
+        }
+        self.ledger.expire(now);
+        let available = self.config.allocatable.saturating_sub(self.allocated);
+        let expires_at = now + request.ttl;
+        self.ledger.reserve(
+            &request.id,
+            &request.pod,
+            request.amount,
+            expires_at,
+            now,
+            available,
+        )?;
+        let view = ReservationView {
+            id: request.id.clone(),
+            pod: request.pod.clone(),
+            amount: request.amount,
+            expires_at: self.clock.wall(expires_at),
+        };
+        Ok((view, self.headroom(now)))
+    }
+
+    fn knows_pod(&self, id: &str) -> bool {
+        self.pods.pods.iter().any(|p| p.pod.matches(id))
+            || self
+                .cgroups
+                .values()
+                .any(|s| matches!(&s.owner, Some(CgroupOwner::Pod { pod, .. }) if pod.matches(id)))
+    }
+
+    fn headroom(&self, now: Instant) -> NodeHeadroom {
+        node_headroom(self.config.allocatable, self.allocated, self.ledger.total(now))
+    }
+
+    fn reservation_view(&self, r: &headroom_node_model::Reservation) -> ReservationView {
+        ReservationView {
+            id: r.id.clone(),
+            pod: r.pod.clone(),
+            amount: r.amount,
+            expires_at: self.clock.wall(r.expires_at),
+        }
+    }
+
+    // === Housekeeping ===
+
+    fn refresh_pods(&mut self, now: Instant) {
+        if self.pod_source.generation() != self.pods.generation {
+            self.pods = self.pod_source.pods();
+            self.pods_read_at = now;
+            self.allocated = sum_requests(&self.pods);
+            self.dirty = true;
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        let _span = tracing::debug_span!("tick").entered();
+        self.refresh_pods(now);
+        let expired = self.ledger.expire(now);
+        for r in &expired {
+            tracing::info!(id = %r.id, pod = %r.pod, amount = %r.amount, "reservation expired");
+        }
+        if !expired.is_empty() {
+            self.dirty = true;
+        }
+        // A figure turning stale is a change watchers must see.
+        let stale_after = self.config.stale_after;
+        let crossed = |t: Instant| {
+            let turns = t + stale_after;
+            turns > self.last_tick && turns <= now
+        };
+        if self.cgroups.values().any(|s| s.last_update.is_some_and(crossed)) {
+            self.dirty = true;
+        }
+        let dropped = self.shared.dropped.load(Ordering::Relaxed);
+        if dropped != self.dropped_reported {
+            self.dirty = true;
+            if self
+                .last_drop_warning
+                .is_none_or(|t| now.duration_since(t) >= DROP_WARN_INTERVAL)
+            {
+                tracing::warn!(
+                    dropped_since_last = dropped - self.dropped_reported,
+                    dropped_total = dropped,
+                    capacity = self.shared.queue.capacity(),
+                    "pipeline queue overflowed: records dropped"
+                );
+                self.dropped_reported = dropped;
+                self.last_drop_warning = Some(now);
+            }
+        }
+        self.last_tick = now;
+    }
+
+    // === Publication ===
+
+    fn publish(&mut self, now: Instant, current: &ArcSwap<Snapshot>, changed: &watch::Sender<u64>) {
+        let _span = tracing::trace_span!("publish", version = self.version + 1).entered();
+        self.version += 1;
+        let snapshot = self.build_snapshot(now);
+        current.store(Arc::new(snapshot));
+        changed.send_replace(self.version);
+        self.dirty = false;
+        self.last_publish = Some(now);
+    }
+
+    pub(crate) fn build_snapshot(&self, now: Instant) -> Snapshot {
+        let wall_now = self.clock.wall(now);
+        let stale_after = self.config.stale_after;
+        let is_stale = |t: SystemTime| wall_now.duration_since(t).is_ok_and(|age| age > stale_after);
+        let mut pods: BTreeMap<PodRef, PodView> = BTreeMap::new();
+        for entry in self.pods.pods.iter() {
+            pods.entry(entry.pod.clone()).or_insert_with(|| PodView {
+                pod: entry.pod.clone(),
+                requests: entry.requests,
+                ..PodView::default()
+            });
+        }
+        let mut node_pressure = Pressure::default();
+        for state in self.cgroups.values() {
+            match &state.owner {
+                None => {}
+                Some(CgroupOwner::Node) => node_pressure.merge_newer(&state.pressure),
+                Some(CgroupOwner::Pod { pod, container }) => {
+                    let view = pods.entry(pod.clone()).or_insert_with(|| PodView {
+                        pod: pod.clone(),
+                        ..PodView::default()
+                    });
+                    match container {
+                        None => view.pod_cgroup.merge_newer(&state.pressure),
+                        Some(name) => match view.containers.iter_mut().find(|c| &c.name == name) {
+                            Some(c) => c.pressure.merge_newer(&state.pressure),
+                            None => view.containers.push(ContainerView {
+                                name: name.clone(),
+                                pressure: state.pressure.clone(),
+                            }),
+                        },
+                    }
+                }
+            }
+        }
+        let mut pods: Vec<PodView> = pods.into_values().collect();
+        for pod in &mut pods {
+            pod.containers.sort_by(|a, b| a.name.cmp(&b.name));
+            mark_stale(&mut pod.pod_cgroup, &is_stale);
+            for c in &mut pod.containers {
+                mark_stale(&mut c.pressure, &is_stale);
+            }
+        }
+        mark_stale(&mut node_pressure, &is_stale);
+        let pods_as_of = self.clock.wall(self.pods_read_at).max(self.pods.as_of);
+        Snapshot {
+            version: self.version,
+            node_name: self.config.node_name.clone(),
+            generated_at: wall_now,
+            stale_after,
+            node: NodeFigures {
+                headroom: self.headroom(now),
+                measured_at: pods_as_of,
+                stale: is_stale(pods_as_of),
+            },
+            node_pressure,
+            pods,
+            reservations: self
+                .ledger
+                .iter()
+                .filter(|r| r.is_live(now))
+                .map(|r| self.reservation_view(r))
+                .collect(),
+            stats: PipelineStats {
+                processed_total: self.processed,
+                dropped_total: self.shared.dropped.load(Ordering::Relaxed),
+                unattributed_total: self.unattributed,
+                queue_capacity: self.shared.queue.capacity() as u64,
+            },
+        }
+    }
+}
+
+fn sum_requests(pods: &PodSet) -> Resources {
+    pods.pods
+        .iter()
+        .fold(Resources::ZERO, |sum, p| sum.saturating_add(p.requests))
+}
+
+fn update_oom(state: &mut CgroupState, measured_at: SystemTime) {
+    let total = state.oom_probe.max(state.oom_files).max(state.oom_events);
+    if total > 0 || state.pressure.oom_kills_total.is_some() {
+        state.pressure.oom_kills_total = Some(Figure {
+            value: total as f64,
+            measured_at,
+            stale: false,
+        });
+    }
+}
+
+fn psi_figures(cur: PsiReading, prev: Option<(PsiReading, f64)>, measured_at: SystemTime) -> PsiFigures {
+    let full = cur.full.unwrap_or_default();
+    let rate = |c: u64, p: u64, dt: f64| {
+        if dt > 0.0 {
+            c.saturating_sub(p) as f64 / 1e6 / dt
+        } else {
+            0.0
+        }
+    };
+    let (some_rate, full_rate) = match prev {
+        Some((p, dt)) => (
+            rate(cur.some.total_us, p.some.total_us, dt),
+            rate(full.total_us, p.full.unwrap_or_default().total_us, dt),
+        ),
+        None => (0.0, 0.0),
+    };
+    PsiFigures {
+        some_avg: [cur.some.avg10, cur.some.avg60, cur.some.avg300],
+        some_total_seconds: cur.some.total_us as f64 / 1e6,
+        full_avg: [full.avg10, full.avg60, full.avg300],
+        full_total_seconds: full.total_us as f64 / 1e6,
+        some_seconds_per_second: some_rate,
+        full_seconds_per_second: full_rate,
+        measured_at: Some(measured_at),
+        stale: false,
+    }
+}
+
+fn mark_stale(p: &mut Pressure, is_stale: &impl Fn(SystemTime) -> bool) {
+    for f in [
+        &mut p.cpu_usage_cores,
+        &mut p.cpu_periods_total,
+        &mut p.cpu_throttled_periods_total,
+        &mut p.cpu_throttled_seconds_total,
+        &mut p.cpu_throttled_ratio,
+        &mut p.cpu_throttled_seconds_per_second,
+        &mut p.probe_throttle_episodes_per_second,
+        &mut p.probe_throttled_seconds_per_second,
+        &mut p.runq_latency_mean_seconds,
+        &mut p.memory_usage_bytes,
+        &mut p.memory_working_set_bytes,
+        &mut p.memory_reclaim_stall_seconds_per_second,
+        &mut p.oom_kills_total,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        f.stale = is_stale(f.measured_at);
+    }
+    for psi in [&mut p.psi_cpu, &mut p.psi_memory, &mut p.psi_io]
+        .into_iter()
+        .flatten()
+    {
+        psi.stale = psi.measured_at.is_none_or(is_stale);
+    }
+}

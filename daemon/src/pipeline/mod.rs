@@ -1,0 +1,417 @@
+//! The lock-free pipeline: probe readers → bounded [`ArrayQueue`] → one aggregator thread →
+//! immutable [`Snapshot`] published through an [`ArcSwap`].
+//!
+//! - Producers ([`PipelineSender`], cloneable) never block: a full queue drops the record and
+//!   counts it (`dropped_total`, in every snapshot and in `/metrics`, and a rate-limited warning).
+//! - The aggregator owns every piece of mutable state (per-cgroup counters, the reservation
+//!   ledger, the Pod set), so no lock is needed anywhere; state-changing requests (`Reserve`,
+//!   `Release`) reach it as [`Control`] messages with a reply channel.
+//! - Readers ([`SnapshotReader`]) load the current `Arc<Snapshot>` without locking; watchers wait
+//!   on a [`tokio::sync::watch`] channel that carries only the version, so a slow watcher always
+//!   reads the newest snapshot and never a backlog.
+
+mod aggregator;
+pub mod pods;
+pub mod snapshot;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    thread::{self, JoinHandle},
+    time::{Duration, Instant},
+};
+
+use arc_swap::ArcSwap;
+use crossbeam::{channel, queue::ArrayQueue};
+use headroom_common::{CgroupKey, CgroupStats, ProbeEvent};
+use headroom_node_model::{LedgerError, NodeHeadroom, Resources};
+use tokio::sync::{oneshot, watch};
+
+pub use pods::{CgroupOwner, InMemoryPodSource, PodEntry, PodResolver, PodSet, PodSource, StaticPodResolver};
+pub use snapshot::{
+    ContainerView, Figure, NodeFigures, PipelineStats, PodRef, PodView, Pressure, PsiFigures,
+    ReservationView, Snapshot,
+};
+
+// === Input ===
+
+/// Cumulative per-cgroup counters from the probes (summed over CPUs), read at `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupSample {
+    /// Which cgroup.
+    pub key: CgroupKey,
+    /// Cumulative counters, summed over CPUs.
+    pub stats: CgroupStats,
+    /// When the map was read.
+    pub at: Instant,
+}
+
+/// `cpu.stat` (cumulative).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CpuStat {
+    /// `usage_usec` (v2) or `cpuacct.usage` (v1), in nanoseconds.
+    pub usage_ns: u64,
+    /// `nr_periods`.
+    pub nr_periods: u64,
+    /// `nr_throttled`.
+    pub nr_throttled: u64,
+    /// `throttled_usec` (v2) or `throttled_time` (v1), in nanoseconds.
+    pub throttled_ns: u64,
+}
+
+/// Memory usage of a cgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct MemoryStat {
+    /// `memory.current` (v2) or `memory.usage_in_bytes` (v1).
+    pub usage_bytes: u64,
+    /// Usage minus inactive file pages, as cAdvisor computes it.
+    pub working_set_bytes: u64,
+}
+
+/// One line of a PSI file.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct PsiLine {
+    /// `avg10`, percent.
+    pub avg10: f64,
+    /// `avg60`, percent.
+    pub avg60: f64,
+    /// `avg300`, percent.
+    pub avg300: f64,
+    /// `total`, microseconds.
+    pub total_us: u64,
+}
+
+/// A PSI file (`cpu.pressure`, `memory.pressure`, `io.pressure`).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct PsiReading {
+    /// The `some` line.
+    pub some: PsiLine,
+    /// The `full` line (absent for `cpu.pressure` on older kernels).
+    pub full: Option<PsiLine>,
+}
+
+/// What was read from a cgroup's files at `at`. Absent parts were not available.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CgroupFiles {
+    /// Which cgroup.
+    pub key: CgroupKey,
+    /// When the files were read.
+    pub at: Instant,
+    /// `cpu.stat`.
+    pub cpu: Option<CpuStat>,
+    /// `memory.current` / `memory.stat`.
+    pub memory: Option<MemoryStat>,
+    /// `memory.events` `oom_kill`.
+    pub oom_kills: Option<u64>,
+    /// `cpu.pressure`.
+    pub psi_cpu: Option<PsiReading>,
+    /// `memory.pressure`.
+    pub psi_memory: Option<PsiReading>,
+    /// `io.pressure`.
+    pub psi_io: Option<PsiReading>,
+}
+
+impl CgroupFiles {
+    /// A reading of `key` at `at` with nothing in it yet.
+    pub fn new(key: CgroupKey, at: Instant) -> Self {
+        Self {
+            key,
+            at,
+            cpu: None,
+            memory: None,
+            oom_kills: None,
+            psi_cpu: None,
+            psi_memory: None,
+            psi_io: None,
+        }
+    }
+}
+
+/// A record for the aggregator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PipelineInput {
+    /// Probe counters of one cgroup.
+    Sample(CgroupSample),
+    /// A discrete probe event (OOM kill, cgroup created or removed), received at the given instant.
+    Event(ProbeEvent, Instant),
+    /// A reading of a cgroup's files.
+    CgroupFiles(CgroupFiles),
+}
+
+// === Configuration ===
+
+/// Tuning of the pipeline.
+#[derive(Clone, Debug)]
+pub struct PipelineConfig {
+    /// Node name served in snapshots.
+    pub node_name: String,
+    /// The node's allocatable resources.
+    pub allocatable: Resources,
+    /// Queue capacity (records).
+    pub queue_capacity: usize,
+    /// Figures older than this are served with `stale = true`.
+    pub stale_after: Duration,
+    /// At most one snapshot per this interval (changes in between are coalesced).
+    pub min_publish_interval: Duration,
+    /// Housekeeping: reservation expiry, staleness, Pod-source polling.
+    pub tick_interval: Duration,
+    /// Cgroups without an owner are resolved again after this long.
+    pub resolve_retry: Duration,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        Self {
+            node_name: "standalone".into(),
+            allocatable: Resources::new(8_000, 32 << 30),
+            queue_capacity: 65_536,
+            stale_after: Duration::from_secs(5),
+            min_publish_interval: Duration::from_millis(1),
+            tick_interval: Duration::from_millis(100),
+            resolve_retry: Duration::from_secs(1),
+        }
+    }
+}
+
+// === Producers ===
+
+/// State shared by producers, the aggregator and readers (all atomics; no locks).
+#[derive(Debug)]
+struct Shared {
+    queue: ArrayQueue<PipelineInput>,
+    dropped: AtomicU64,
+    /// The aggregator is (about to be) parked and wants an unpark after the next push.
+    sleeping: AtomicBool,
+    shutdown: AtomicBool,
+}
+
+/// Why a record was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The queue was full; the record was dropped and counted.
+    #[error("pipeline queue full: record dropped")]
+    Full,
+}
+
+/// A cheap, cloneable producer. `send` never blocks.
+#[derive(Clone)]
+pub struct PipelineSender {
+    shared: Arc<Shared>,
+    aggregator: thread::Thread,
+}
+
+impl PipelineSender {
+    /// Queues a record; on a full queue drops it, counts it and returns [`SendError::Full`].
+    pub fn send(&self, input: PipelineInput) -> Result<(), SendError> {
+        match self.shared.queue.push(input) {
+            Ok(()) => {
+                std::sync::atomic::fence(Ordering::SeqCst);
+                if self.shared.sleeping.load(Ordering::Relaxed)
+                    && self.shared.sleeping.swap(false, Ordering::AcqRel)
+                {
+                    self.aggregator.unpark();
+                }
+                Ok(())
+            }
+            Err(_) => {
+                self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+                Err(SendError::Full)
+            }
+        }
+    }
+
+    /// Records dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+}
+
+// === Control ===
+
+/// Why a reservation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReserveError {
+    /// The ledger refused it.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The Pod is not on this node.
+    #[error("unknown pod {0:?}: not among this node's Pods")]
+    UnknownPod(String),
+    /// The aggregator is gone (shutting down).
+    #[error("the pipeline is shutting down")]
+    Closed,
+}
+
+/// A reservation request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReserveRequest {
+    /// Reservation id.
+    pub id: String,
+    /// Pod (uid or `namespace/name`).
+    pub pod: String,
+    /// Amount.
+    pub amount: Resources,
+    /// Time to live.
+    pub ttl: Duration,
+    /// Refuse Pods that neither the Pod source nor the cgroup resolver knows.
+    pub require_known_pod: bool,
+}
+
+/// Result of a ledger change: the reservation and the node's headroom after it.
+pub type LedgerReply = (ReservationView, NodeHeadroom);
+
+/// A state-changing request for the aggregator.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Reserve(ReserveRequest, oneshot::Sender<Result<LedgerReply, ReserveError>>),
+    Release(String, oneshot::Sender<Option<LedgerReply>>),
+}
+
+/// Sends ledger requests to the aggregator.
+#[derive(Clone)]
+pub struct LedgerHandle {
+    control: channel::Sender<Control>,
+    aggregator: thread::Thread,
+}
+
+impl LedgerHandle {
+    /// Reserves room; the new snapshot is published before this returns.
+    pub async fn reserve(&self, request: ReserveRequest) -> Result<LedgerReply, ReserveError> {
+        let (tx, rx) = oneshot::channel();
+        self.control
+            .send(Control::Reserve(request, tx))
+            .map_err(|_| ReserveError::Closed)?;
+        self.aggregator.unpark();
+        rx.await.map_err(|_| ReserveError::Closed)?
+    }
+
+    /// Releases a reservation; `Ok(None)` if there was none with this id.
+    pub async fn release(&self, id: String) -> Result<Option<LedgerReply>, ReserveError> {
+        let (tx, rx) = oneshot::channel();
+        self.control
+            .send(Control::Release(id, tx))
+            .map_err(|_| ReserveError::Closed)?;
+        self.aggregator.unpark();
+        rx.await.map_err(|_| ReserveError::Closed)
+    }
+}
+
+// === Readers ===
+
+/// Lock-free access to the newest snapshot, and change notification.
+#[derive(Clone)]
+pub struct SnapshotReader {
+    current: Arc<ArcSwap<Snapshot>>,
+    changed: watch::Receiver<u64>,
+    shared: Arc<Shared>,
+}
+
+impl SnapshotReader {
+    /// The newest snapshot (no lock: an atomic load and a reference-count increment).
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// A receiver that is marked changed whenever a newer snapshot is published. It carries only
+    /// the version: call [`SnapshotReader::load`] after `changed()` to read the newest one.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.clone()
+    }
+
+    /// Records dropped so far (live, not as of the last snapshot).
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Owns the aggregator thread: stops and joins it on [`PipelineHandle::shutdown`] or drop.
+pub struct PipelineHandle {
+    sender: PipelineSender,
+    ledger: LedgerHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PipelineHandle {
+    /// A producer for probe readers (clone it freely).
+    pub fn sender(&self) -> PipelineSender {
+        self.sender.clone()
+    }
+
+    /// The ledger's request channel.
+    pub fn ledger(&self) -> LedgerHandle {
+        self.ledger.clone()
+    }
+
+    /// Stops the aggregator and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.sender.shared.shutdown.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            if thread.join().is_err() {
+                tracing::error!("pipeline aggregator thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for PipelineHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts the aggregator thread.
+pub fn spawn(
+    config: PipelineConfig,
+    resolver: Arc<dyn PodResolver>,
+    pod_source: Arc<dyn PodSource>,
+) -> std::io::Result<(PipelineHandle, SnapshotReader)> {
+    let shared = Arc::new(Shared {
+        queue: ArrayQueue::new(config.queue_capacity.max(1)),
+        dropped: AtomicU64::new(0),
+        sleeping: AtomicBool::new(false),
+        shutdown: AtomicBool::new(false),
+    });
+    let (control_tx, control_rx) = channel::unbounded();
+    let aggregator = aggregator::Aggregator::new(config, resolver, pod_source, shared.clone(), control_rx);
+    let first = aggregator.build_snapshot(Instant::now());
+    let current = Arc::new(ArcSwap::from_pointee(first));
+    let (changed_tx, changed_rx) = watch::channel(0);
+    let thread = {
+        let current = current.clone();
+        thread::Builder::new()
+            .name("headroom-aggregator".into())
+            .spawn(move || aggregator.run(&current, &changed_tx))?
+    };
+    let handle_thread = thread.thread().clone();
+    let sender = PipelineSender {
+        shared: shared.clone(),
+        aggregator: handle_thread.clone(),
+    };
+    let ledger = LedgerHandle {
+        control: control_tx,
+        aggregator: handle_thread,
+    };
+    let reader = SnapshotReader {
+        current,
+        changed: changed_rx,
+        shared,
+    };
+    Ok((
+        PipelineHandle {
+            sender,
+            ledger,
+            thread: Some(thread),
+        },
+        reader,
+    ))
+}
+
+#[cfg(test)]
+mod tests;

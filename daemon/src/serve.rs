@@ -1,0 +1,237 @@
+//! `headroomd serve`: config → pipeline → gRPC server (+ health, reflection) → `/metrics`.
+//!
+//! The probe collector plugs in through [`run_with`]: it gets a [`PipelineSender`] to feed and
+//! supplies the [`PodResolver`] (cgroup → Pod), the [`PodSource`] (Pods counted against the node)
+//! and the [`ResizeActuator`].
+
+use std::{path::PathBuf, sync::Arc};
+
+use anyhow::Context as _;
+use headroom_common::CgroupKey;
+use headroom_node_model::{parse_cpu_millis, parse_memory_bytes};
+
+use crate::{
+    config::{self, Config, ConfigError, ConfigIssue},
+    metrics::{self, Metrics},
+    pipeline::{
+        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PipelineSender, PodResolver, PodSource,
+        SnapshotReader,
+    },
+    server::{self, ResizeActuator, ServerHandle, UnavailableActuator},
+};
+
+/// Flags of `headroomd serve`. Flags override the file.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// TOML configuration file.
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Unix socket path (default /run/headroom/headroomd.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Node name served in snapshots.
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// Node allocatable CPU, a Kubernetes quantity ("8", "7500m").
+    #[arg(long, value_name = "QUANTITY")]
+    pub allocatable_cpu: Option<String>,
+    /// Node allocatable memory, a Kubernetes quantity ("32Gi").
+    #[arg(long, value_name = "QUANTITY")]
+    pub allocatable_memory: Option<String>,
+    /// `/metrics` listen address ("" disables it).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Check the configuration, print it and exit.
+    #[arg(long)]
+    pub check_config: bool,
+}
+
+/// The configuration: file (if any), then flags; every problem reported at once.
+pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
+    let mut c = match &args.config {
+        Some(path) => config::load(path)?,
+        None => Config::default(),
+    };
+    let mut issues = Vec::new();
+    let mut issue = |flag: &str, message: String| {
+        issues.push(ConfigIssue {
+            path: flag.into(),
+            message,
+        })
+    };
+    if let Some(s) = &args.socket {
+        c.server.socket_path = s.clone();
+    }
+    if let Some(n) = &args.node_name {
+        c.pipeline.node_name = n.clone();
+    }
+    if let Some(q) = &args.allocatable_cpu {
+        match parse_cpu_millis(q) {
+            Ok(m) => c.pipeline.allocatable.cpu_millis = m,
+            Err(e) => issue("--allocatable-cpu", e.to_string()),
+        }
+    }
+    if let Some(q) = &args.allocatable_memory {
+        match parse_memory_bytes(q) {
+            Ok(b) => c.pipeline.allocatable.memory_bytes = b,
+            Err(e) => issue("--allocatable-memory", e.to_string()),
+        }
+    }
+    if let Some(a) = &args.metrics_listen {
+        if a.is_empty() {
+            c.metrics_listen = None;
+        } else {
+            match a.parse() {
+                Ok(addr) => c.metrics_listen = Some(addr),
+                Err(e) => issue("--metrics-listen", format!("{a:?}: {e}")),
+            }
+        }
+    }
+    if issues.is_empty() {
+        Ok(c)
+    } else {
+        Err(ConfigError {
+            source_name: "command line".into(),
+            issues,
+        })
+    }
+}
+
+/// Starts the aggregator for `config`.
+pub fn spawn_pipeline(
+    config: &Config,
+    resolver: Arc<dyn PodResolver>,
+    pod_source: Arc<dyn PodSource>,
+) -> std::io::Result<(PipelineHandle, SnapshotReader)> {
+    pipeline::spawn(config.pipeline.clone(), resolver, pod_source)
+}
+
+/// A resolver that knows no cgroup (until the lead's cgroupfs resolver is plugged in).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoResolver;
+
+impl PodResolver for NoResolver {
+    fn resolve(&self, _key: &CgroupKey) -> Option<CgroupOwner> {
+        None
+    }
+}
+
+/// What the daemon is made of besides the config.
+pub struct Components {
+    /// cgroup → Pod.
+    pub resolver: Arc<dyn PodResolver>,
+    /// Pods counted against the node.
+    pub pod_source: Arc<dyn PodSource>,
+    /// Applies resizes.
+    pub actuator: Arc<dyn ResizeActuator>,
+}
+
+impl Default for Components {
+    /// Standalone with nothing plugged in: no resolver, an empty in-memory Pod set, no actuator.
+    fn default() -> Self {
+        Self {
+            resolver: Arc::new(NoResolver),
+            pod_source: Arc::new(InMemoryPodSource::default()),
+            actuator: Arc::new(UnavailableActuator),
+        }
+    }
+}
+
+/// A running daemon (inside a Tokio runtime).
+pub struct Daemon {
+    /// The pipeline (feed it through `pipeline.sender()`).
+    pub pipeline: PipelineHandle,
+    /// Snapshot reader.
+    pub reader: SnapshotReader,
+    /// The gRPC server.
+    pub server: ServerHandle,
+    /// The `/metrics` task and its bound address.
+    pub metrics: Option<(std::net::SocketAddr, tokio::task::JoinHandle<()>)>,
+}
+
+impl Daemon {
+    /// Starts pipeline, gRPC server and `/metrics`.
+    pub async fn start(config: &Config, components: Components) -> anyhow::Result<Daemon> {
+        if let Some(tcp) = &config.tcp {
+            anyhow::bail!(
+                "server.tcp ({}) is configured, but this headroomd has no TLS support built in; TCP is \
+                 served only with mutual TLS. Remove [server.tcp] and use the Unix socket {}",
+                tcp.listen,
+                config.server.socket_path.display()
+            );
+        }
+        let (pipeline, reader) = spawn_pipeline(config, components.resolver, components.pod_source)
+            .context("start the pipeline aggregator")?;
+        let server = server::serve_uds(
+            &config.server,
+            reader.clone(),
+            pipeline.ledger(),
+            components.actuator,
+        )
+        .await
+        .context("start the gRPC server")?;
+        let metrics = match config.metrics_listen {
+            None => None,
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("bind /metrics on {addr}"))?;
+                let bound = listener.local_addr()?;
+                let task = tokio::spawn(metrics::serve(listener, Arc::new(Metrics::new(reader.clone()))));
+                Some((bound, task))
+            }
+        };
+        Ok(Daemon {
+            pipeline,
+            reader,
+            server,
+            metrics,
+        })
+    }
+
+    /// Stops everything.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        if let Some((_, task)) = self.metrics {
+            task.abort();
+        }
+        let result = self.server.shutdown().await;
+        tokio::task::spawn_blocking(move || self.pipeline.shutdown()).await?;
+        result
+    }
+}
+
+/// `headroomd serve` with nothing plugged in.
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    run_with(args, Components::default(), |_| Ok(()))
+}
+
+/// `headroomd serve` with the given components; `start_collectors` is called once with a
+/// producer for the pipeline (start probe readers there; they must not block the caller).
+pub fn run_with(
+    args: &ServeArgs,
+    components: Components,
+    start_collectors: impl FnOnce(PipelineSender) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let config = resolve_config(args).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.check_config {
+        println!("{config:#?}");
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("headroomd")
+        .build()
+        .context("start the Tokio runtime")?;
+    runtime.block_on(async {
+        let mut daemon = Daemon::start(&config, components).await?;
+        start_collectors(daemon.pipeline.sender())?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => { r?; tracing::info!("SIGINT: shutting down"); }
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            r = daemon.server.wait() => { r?; anyhow::bail!("gRPC server stopped unexpectedly"); }
+        }
+        daemon.shutdown().await
+    })
+}

@@ -1,0 +1,216 @@
+//! The gRPC server: `headroom.v1.Headroom`, gRPC health and reflection, on a Unix socket
+//! (mode 0600 by default) with request size limits and a uid allow-list for state-changing RPCs.
+
+pub mod access;
+pub mod actuator;
+pub mod client;
+pub mod convert;
+pub mod service;
+pub mod validate;
+
+use std::{
+    io,
+    os::unix::fs::{FileTypeExt as _, PermissionsExt as _},
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use headroom_proto::v1::headroom_server::HeadroomServer;
+use tokio::{net::UnixListener, sync::oneshot, task::JoinHandle};
+use tokio_stream::wrappers::UnixListenerStream;
+
+pub use access::{AccessPolicy, Peer};
+pub use actuator::{ActuatorError, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator};
+pub use service::{HeadroomService, ServiceLimits};
+
+use crate::pipeline::{LedgerHandle, SnapshotReader};
+
+/// Where and how to listen.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Unix socket path.
+    pub socket_path: PathBuf,
+    /// Mode of the socket file (default 0600: root only).
+    pub socket_mode: u32,
+    /// Largest request message accepted, bytes.
+    pub max_request_bytes: usize,
+    /// Concurrent requests per connection.
+    pub concurrency_per_connection: usize,
+    /// Concurrent HTTP/2 streams per connection.
+    pub max_concurrent_streams: u32,
+    /// Who may call what.
+    pub access: AccessPolicy,
+    /// Limits and defaults of the service.
+    pub limits: ServiceLimits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            socket_path: PathBuf::from("/run/headroom/headroomd.sock"),
+            socket_mode: 0o600,
+            max_request_bytes: 64 * 1024,
+            concurrency_per_connection: 64,
+            max_concurrent_streams: 256,
+            access: AccessPolicy::default(),
+            limits: ServiceLimits::default(),
+        }
+    }
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The socket could not be prepared.
+    #[error("socket {path}: {what}: {source}")]
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+    /// Another process serves on the socket.
+    #[error("socket {0} is in use by another process (is another headroomd running?)")]
+    InUse(PathBuf),
+    /// The reflection service could not be built.
+    #[error("reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// A running server.
+pub struct ServerHandle {
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+    path: PathBuf,
+    health: tonic_health::server::HealthReporter,
+}
+
+impl ServerHandle {
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The health reporter (to mark the service not serving, e.g. when probes fail).
+    pub fn health(&self) -> &tonic_health::server::HealthReporter {
+        &self.health
+    }
+
+    /// Stops accepting, lets in-flight requests finish (bounded), removes the socket.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let result = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
+        let _ = std::fs::remove_file(&self.path);
+        match result {
+            Ok(joined) => Ok(joined??),
+            Err(_) => {
+                self.task.abort();
+                anyhow::bail!("gRPC server did not stop within 5 s; aborted")
+            }
+        }
+    }
+
+    /// Waits until the server stops on its own (an error).
+    pub async fn wait(&mut self) -> anyhow::Result<()> {
+        Ok((&mut self.task).await??)
+    }
+}
+
+/// Binds `path` with `mode` atomically: binds a temporary name in the same directory, sets the
+/// mode, then renames it into place, so the socket is never reachable with a wider mode.
+fn bind_socket(path: &Path, mode: u32) -> Result<UnixListener, ServerError> {
+    let err = |what: &'static str| {
+        let path = path.to_path_buf();
+        move |source| ServerError::Socket { path, what, source }
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err("create parent directory"))?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(ServerError::InUse(path.to_path_buf()));
+            }
+            std::fs::remove_file(path).map_err(err("remove stale socket"))?;
+        }
+        Ok(_) => {
+            return Err(ServerError::Socket {
+                path: path.to_path_buf(),
+                what: "refusing to replace",
+                source: io::Error::new(io::ErrorKind::AlreadyExists, "exists and is not a socket"),
+            });
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err("stat")(e)),
+    }
+    let mut tmp_name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let _ = std::fs::remove_file(&tmp);
+    let listener = UnixListener::bind(&tmp).map_err(err("bind"))?;
+    let prepared = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
+        .map_err(err("set mode"))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(err("rename into place")));
+    if let Err(e) = prepared {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(listener)
+}
+
+/// Starts the server on the Unix socket of `config`. Must be called inside a Tokio runtime.
+pub async fn serve_uds(
+    config: &ServerConfig,
+    reader: SnapshotReader,
+    ledger: LedgerHandle,
+    actuator: Arc<dyn ResizeActuator>,
+) -> Result<ServerHandle, ServerError> {
+    let listener = bind_socket(&config.socket_path, config.socket_mode)?;
+    let service = HeadroomService::new(
+        reader,
+        ledger,
+        actuator,
+        config.access.clone(),
+        config.limits.clone(),
+    );
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<HeadroomServer<HeadroomService>>().await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    let headroom = HeadroomServer::new(service)
+        .max_decoding_message_size(config.max_request_bytes)
+        .max_encoding_message_size(64 << 20);
+    let (tx, rx) = oneshot::channel::<()>();
+    let router = tonic::transport::Server::builder()
+        .concurrency_limit_per_connection(config.concurrency_per_connection)
+        .max_concurrent_streams(config.max_concurrent_streams)
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(headroom);
+    let incoming = UnixListenerStream::new(listener);
+    let path = config.socket_path.clone();
+    tracing::info!(socket = %path.display(), mode = format!("{:o}", config.socket_mode), "gRPC serving");
+    let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
+        let _ = rx.await;
+    }));
+    Ok(ServerHandle {
+        shutdown: Some(tx),
+        task,
+        path,
+        health,
+    })
+}

@@ -1,0 +1,124 @@
+//! `headroom-shim` command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use headroom_shim::cluster_file::{ResizeSpec, node_state_for, parse_cluster};
+use headroom_shim::decide::{Decision, decide};
+use headroom_shim::explain::explain;
+use serde::Serialize;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "headroom-shim",
+    version,
+    about = "Preemption for Deferred in-place Pod resizes on one node"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Dry run: what would preemption do for this resize? No side effects.
+    Plan {
+        /// Multi-document YAML of Node, PriorityClass, Pod (with status) and PodDisruptionBudget objects.
+        #[arg(long, value_name = "FILE.yaml")]
+        cluster: PathBuf,
+        /// The resizing Pod, NAMESPACE/NAME (NAME alone means namespace "default").
+        #[arg(long, value_name = "NS/POD")]
+        resize: String,
+        /// New CPU request (and limit, where one is set), e.g. 6 or 2500m.
+        #[arg(long, value_name = "Q")]
+        cpu: Option<String>,
+        /// New memory request (and limit, where one is set), e.g. 2Gi.
+        #[arg(long, value_name = "Q")]
+        memory: Option<String>,
+        /// The container to resize; needed when the Pod has more than one.
+        #[arg(long)]
+        container: Option<String>,
+        /// Print one JSON object: {outcome, victims, message}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct PlanVictim<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    priority: i32,
+}
+
+#[derive(Serialize)]
+struct PlanOutput<'a> {
+    outcome: &'static str,
+    victims: Vec<PlanVictim<'a>>,
+    message: &'a str,
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Plan {
+            cluster,
+            resize,
+            cpu,
+            memory,
+            container,
+            json,
+        } => {
+            let (namespace, name) = match resize.split_once('/') {
+                Some((ns, name)) => (ns.to_string(), name.to_string()),
+                None => ("default".to_string(), resize.clone()),
+            };
+            if namespace.is_empty() || name.is_empty() || name.contains('/') {
+                bail!("--resize {resize:?}: expected NAMESPACE/NAME");
+            }
+            let text = std::fs::read_to_string(&cluster)
+                .with_context(|| format!("reading {}", cluster.display()))?;
+            let objects = parse_cluster(&text).with_context(|| format!("{}", cluster.display()))?;
+            let spec = ResizeSpec {
+                namespace,
+                name,
+                container,
+                cpu,
+                memory,
+            };
+            let (state, request) = node_state_for(&objects, &spec)?;
+            let decision = decide(&state, &request)?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer(&mut out, &plan_output(&decision))?;
+                writeln!(out)?;
+            } else {
+                writeln!(
+                    out,
+                    "{}",
+                    explain(&format!("{}/{}", spec.namespace, spec.name), &decision)
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn plan_output(decision: &Decision) -> PlanOutput<'_> {
+    PlanOutput {
+        outcome: decision.outcome.as_str(),
+        victims: decision
+            .victims
+            .iter()
+            .map(|v| PlanVictim {
+                namespace: &v.namespace,
+                name: &v.name,
+                uid: &v.uid,
+                priority: v.priority,
+            })
+            .collect(),
+        message: &decision.message,
+    }
+}

@@ -1,0 +1,530 @@
+//! A cluster described as ordinary Kubernetes objects in one multi-document YAML file (Node,
+//! PriorityClass, Pod with spec and status, PodDisruptionBudget with status, or a `v1 List` of
+//! them), turned into the decision core's input. Every bad document is reported with its number;
+//! nothing is used unless the whole file is good.
+
+use std::collections::BTreeMap;
+
+use headroom_node_model::pod::{CONDITION_RESIZE_IN_PROGRESS, CONDITION_RESIZE_PENDING};
+use headroom_node_model::{
+    ModelError, QuantityError, ResizeState, Resources, parse_cpu_millis, parse_memory_bytes, pod_requests,
+    pod_requests_admitted, qos_class, resize_state,
+};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::decide::{NodeInput, NodeState, PdbInput, PodInput, PreemptionPolicy, ResizeRequest};
+
+/// The built-in PriorityClasses every API server has.
+const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
+    ("system-cluster-critical", 2_000_000_000),
+    ("system-node-critical", 2_000_001_000),
+];
+
+#[derive(Debug, Clone, Default)]
+pub struct ClusterFile {
+    pub nodes: Vec<Node>,
+    pub priority_classes: Vec<PriorityClass>,
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<PodDisruptionBudget>,
+}
+
+/// One bad document (numbered from 1, in file order).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("document {index}: {message}")]
+pub struct DocumentError {
+    pub index: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ClusterFileError {
+    #[error("{} bad document(s); nothing was used:\n{}", .0.len(), join_lines(.0))]
+    Documents(Vec<DocumentError>),
+    #[error("pod {0} is not in the cluster file")]
+    PodNotFound(String),
+    #[error("pod {pod} is on node {node:?}, which is not in the cluster file")]
+    NodeNotFound { pod: String, node: String },
+    #[error("pod {0} has no spec.nodeName and the file does not hold exactly one Node")]
+    Unassigned(String),
+    #[error("node {node}: status.allocatable.{resource} is missing")]
+    NoAllocatable { node: String, resource: &'static str },
+    #[error("node {node}: status.allocatable.{resource}: {source}")]
+    BadAllocatable {
+        node: String,
+        resource: &'static str,
+        source: QuantityError,
+    },
+    #[error("pod {pod}: priorityClassName {class:?} does not exist")]
+    UnknownPriorityClass { pod: String, class: String },
+    #[error("pod {pod}: {message}")]
+    BadResize { pod: String, message: String },
+    #[error("PodDisruptionBudget {pdb}: selector: {message}")]
+    BadSelector { pdb: String, message: String },
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+fn join_lines(errors: &[DocumentError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Parses every document; any error in any document fails the whole file.
+pub fn parse_cluster(text: &str) -> Result<ClusterFile, ClusterFileError> {
+    let mut cluster = ClusterFile::default();
+    let mut errors = Vec::new();
+    for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let index = i + 1;
+        match serde_yaml::Value::deserialize(document) {
+            Ok(serde_yaml::Value::Null) => {} // an empty document ("---" at the end)
+            Ok(value) => add_object(&mut cluster, value, index, &mut errors),
+            Err(e) => {
+                errors.push(DocumentError {
+                    index,
+                    message: format!("not YAML: {e}"),
+                });
+                break; // the YAML stream cannot be resynchronised after a syntax error
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(cluster)
+    } else {
+        Err(ClusterFileError::Documents(errors))
+    }
+}
+
+fn add_object(
+    cluster: &mut ClusterFile,
+    value: serde_yaml::Value,
+    index: usize,
+    errors: &mut Vec<DocumentError>,
+) {
+    let field = |name: &str| {
+        value
+            .get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    let mut error = |message: String| errors.push(DocumentError { index, message });
+    fn typed<T: serde::de::DeserializeOwned>(value: serde_yaml::Value, kind: &str) -> Result<T, String> {
+        serde_yaml::from_value(value).map_err(|e| format!("invalid {kind}: {e}"))
+    }
+    match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Node") => match typed(value, &kind) {
+            Ok(node) => cluster.nodes.push(node),
+            Err(e) => error(e),
+        },
+        ("v1", "Pod") => match typed(value, &kind) {
+            Ok(pod) => cluster.pods.push(pod),
+            Err(e) => error(e),
+        },
+        ("scheduling.k8s.io/v1", "PriorityClass") => match typed(value, &kind) {
+            Ok(class) => cluster.priority_classes.push(class),
+            Err(e) => error(e),
+        },
+        ("policy/v1", "PodDisruptionBudget") => match typed(value, &kind) {
+            Ok(pdb) => cluster.pdbs.push(pdb),
+            Err(e) => error(e),
+        },
+        ("v1", "List") => match value.get("items").and_then(|v| v.as_sequence()) {
+            Some(items) => {
+                for item in items.clone() {
+                    add_object(cluster, item, index, errors);
+                }
+            }
+            None => error("v1 List without items".to_string()),
+        },
+        ("", _) | (_, "") => error("not a Kubernetes object: apiVersion and kind are required".to_string()),
+        _ => error(format!(
+            "unsupported kind {api_version}/{kind} (expected v1 Node, v1 Pod, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget or v1 List)"
+        )),
+    }
+}
+
+/// The resize to plan: a Pod and, optionally, new requests for one of its containers. Without
+/// `cpu` and `memory` the Pod's spec is taken as the desired resources (the resize already asked
+/// for with `kubectl patch --subresource resize`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResizeSpec {
+    pub namespace: String,
+    pub name: String,
+    pub container: Option<String>,
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+}
+
+/// The decision core's input for `resize`, from the cluster's objects.
+pub fn node_state_for(
+    cluster: &ClusterFile,
+    resize: &ResizeSpec,
+) -> Result<(NodeState, ResizeRequest), ClusterFileError> {
+    let key = format!("{}/{}", resize.namespace, resize.name);
+    let target = cluster
+        .pods
+        .iter()
+        .find(|p| {
+            namespace_of(p) == resize.namespace && p.metadata.name.as_deref() == Some(resize.name.as_str())
+        })
+        .ok_or_else(|| ClusterFileError::PodNotFound(key.clone()))?;
+    let node = node_of(cluster, target, &key)?;
+    let node_name = node.metadata.name.clone().unwrap_or_default();
+    let node_input = node_input(node)?;
+
+    let overridden = resize.cpu.is_some() || resize.memory.is_some();
+    let desired = if overridden {
+        with_new_requests(target, resize, &key)?
+    } else {
+        target.clone()
+    };
+    // The resize as asked, without a stale verdict on an earlier generation.
+    let requested = pod_requests(&without_resize_conditions(&desired))?;
+    let state = resize_state(target);
+    let reported_infeasible = match (&state, overridden) {
+        (ResizeState::Infeasible { message }, false) => Some(message.clone()),
+        _ => None,
+    };
+    let pending_since = target
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == CONDITION_RESIZE_PENDING))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
+    let request = ResizeRequest {
+        namespace: resize.namespace.clone(),
+        name: resize.name.clone(),
+        requested,
+        admitted: pod_requests_admitted(target)?,
+        reported_infeasible,
+        pending_since,
+    };
+
+    let pdbs: Vec<&PodDisruptionBudget> = cluster.pdbs.iter().collect();
+    let pdb_inputs = pdbs
+        .iter()
+        .map(|p| PdbInput {
+            namespace: p.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+            name: p.metadata.name.clone().unwrap_or_default(),
+            disruptions_allowed: p.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or(0),
+        })
+        .collect();
+
+    let single_node = cluster.nodes.len() == 1;
+    let mut pods = Vec::new();
+    for pod in &cluster.pods {
+        let on_node = match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            Some(name) => name == node_name,
+            None => single_node,
+        };
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        // The scheduler does not count terminal Pods.
+        if !on_node || matches!(phase, Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let is_target = std::ptr::eq(pod, target);
+        let mut input = pod_input(cluster, pod, &pdbs)?;
+        if is_target {
+            input.requests = request.requested;
+        }
+        pods.push(input);
+    }
+    let state = NodeState {
+        node: node_input,
+        pods,
+        pdbs: pdb_inputs,
+        reserved: Resources::ZERO,
+    };
+    Ok((state, request))
+}
+
+fn namespace_of(pod: &Pod) -> &str {
+    pod.metadata.namespace.as_deref().unwrap_or("default")
+}
+
+fn node_of<'a>(cluster: &'a ClusterFile, pod: &Pod, key: &str) -> Result<&'a Node, ClusterFileError> {
+    match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+        Some(name) => cluster
+            .nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .ok_or_else(|| ClusterFileError::NodeNotFound {
+                pod: key.to_string(),
+                node: name.to_string(),
+            }),
+        None => match cluster.nodes.as_slice() {
+            [only] => Ok(only),
+            _ => Err(ClusterFileError::Unassigned(key.to_string())),
+        },
+    }
+}
+
+fn node_input(node: &Node) -> Result<NodeInput, ClusterFileError> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    let get = |resource: &'static str| {
+        allocatable
+            .and_then(|a| a.get(resource))
+            .ok_or_else(|| ClusterFileError::NoAllocatable {
+                node: name.clone(),
+                resource,
+            })
+    };
+    let bad = |resource, source| ClusterFileError::BadAllocatable {
+        node: name.clone(),
+        resource,
+        source,
+    };
+    let cpu = parse_cpu_millis(&get("cpu")?.0).map_err(|e| bad("cpu", e))?;
+    let memory = parse_memory_bytes(&get("memory")?.0).map_err(|e| bad("memory", e))?;
+    let disable_resize_preemption = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.pod_preemption_policy.as_ref())
+        .and_then(|p| p.disable_resize_preemption.clone())
+        .unwrap_or_default();
+    Ok(NodeInput {
+        name,
+        allocatable: Resources::new(cpu, memory),
+        disable_resize_preemption,
+    })
+}
+
+fn pod_input(
+    cluster: &ClusterFile,
+    pod: &Pod,
+    pdbs: &[&PodDisruptionBudget],
+) -> Result<PodInput, ClusterFileError> {
+    let namespace = namespace_of(pod).to_string();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let key = format!("{namespace}/{name}");
+    let spec = pod.spec.as_ref();
+    let class_name = spec.and_then(|s| s.priority_class_name.as_deref());
+    let class = match class_name {
+        Some(class_name) => Some(find_priority_class(cluster, class_name).ok_or_else(|| {
+            ClusterFileError::UnknownPriorityClass {
+                pod: key.clone(),
+                class: class_name.to_string(),
+            }
+        })?),
+        None => cluster
+            .priority_classes
+            .iter()
+            .find(|c| c.global_default == Some(true))
+            .map(|c| (c.value.unwrap_or(0), c.preemption_policy.clone())),
+    };
+    // The API server's Priority admission writes spec.priority; trust it when present.
+    let priority = spec
+        .and_then(|s| s.priority)
+        .or(class.as_ref().map(|c| c.0))
+        .unwrap_or(0);
+    let policy = spec
+        .and_then(|s| s.preemption_policy.clone())
+        .or(class.and_then(|c| c.1));
+    let preemption_policy = if policy.as_deref() == Some("Never") {
+        PreemptionPolicy::Never
+    } else {
+        PreemptionPolicy::PreemptLowerPriority
+    };
+
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let mut matching = Vec::new();
+    for (index, pdb) in pdbs.iter().enumerate() {
+        let pdb_namespace = pdb.metadata.namespace.as_deref().unwrap_or("default");
+        let already_disrupted = pdb
+            .status
+            .as_ref()
+            .and_then(|s| s.disrupted_pods.as_ref())
+            .is_some_and(|d| d.contains_key(&name));
+        // As filterPodsWithPDBViolation: no labels or an empty selector never matches, and a Pod
+        // the API server already counted as disrupted does not count twice.
+        if pdb_namespace != namespace || labels.is_empty() || already_disrupted {
+            continue;
+        }
+        let selector = pdb.spec.as_ref().and_then(|s| s.selector.as_ref());
+        let pdb_key = format!(
+            "{pdb_namespace}/{}",
+            pdb.metadata.name.as_deref().unwrap_or_default()
+        );
+        if let Some(selector) = selector
+            && selector_matches(selector, &labels).map_err(|message| ClusterFileError::BadSelector {
+                pdb: pdb_key,
+                message,
+            })?
+        {
+            matching.push(index);
+        }
+    }
+
+    Ok(PodInput {
+        namespace,
+        name,
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        priority,
+        preemption_policy,
+        start_time: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0),
+        requests: pod_requests(pod)?,
+        qos: Some(qos_class(pod)),
+        pdbs: matching,
+    })
+}
+
+fn find_priority_class(cluster: &ClusterFile, name: &str) -> Option<(i32, Option<String>)> {
+    cluster
+        .priority_classes
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
+        .map(|c| (c.value.unwrap_or(0), c.preemption_policy.clone()))
+        .or_else(|| {
+            SYSTEM_PRIORITY_CLASSES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v, None))
+        })
+}
+
+/// `metav1.LabelSelectorAsSelector(...).Matches(labels)`; an empty selector matches nothing here
+/// (the preemption code skips `selector.Empty()`).
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
+    let match_labels = selector.match_labels.as_ref().filter(|m| !m.is_empty());
+    let expressions = selector.match_expressions.as_deref().unwrap_or_default();
+    if match_labels.is_none() && expressions.is_empty() {
+        return Ok(false);
+    }
+    for (key, value) in match_labels.into_iter().flatten() {
+        if labels.get(key) != Some(value) {
+            return Ok(false);
+        }
+    }
+    for requirement in expressions {
+        let values = requirement.values.as_deref().unwrap_or_default();
+        let label = labels.get(&requirement.key);
+        let ok = match requirement.operator.as_str() {
+            "In" => label.is_some_and(|l| values.contains(l)),
+            "NotIn" => label.is_none_or(|l| !values.contains(l)),
+            "Exists" => label.is_some(),
+            "DoesNotExist" => label.is_none(),
+            other => {
+                return Err(format!(
+                    "unknown operator {other:?} for key {:?}",
+                    requirement.key
+                ));
+            }
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The Pod with one container's requests (and limits, where set) changed, as
+/// `kubectl patch --subresource resize` would leave its spec.
+fn with_new_requests(pod: &Pod, resize: &ResizeSpec, key: &str) -> Result<Pod, ClusterFileError> {
+    let bad = |message: String| ClusterFileError::BadResize {
+        pod: key.to_string(),
+        message,
+    };
+    let mut pod = pod.clone();
+    let Some(spec) = pod.spec.as_mut() else {
+        return Err(bad("has no spec".into()));
+    };
+    let container = match (&resize.container, spec.containers.len()) {
+        (Some(name), _) => spec
+            .containers
+            .iter_mut()
+            .find(|c| &c.name == name)
+            .ok_or_else(|| bad(format!("has no container {name:?}")))?,
+        (None, 1) => &mut spec.containers[0],
+        (None, n) => return Err(bad(format!("has {n} containers; say which one with --container"))),
+    };
+    let resources = container.resources.get_or_insert_with(Default::default);
+    for (resource, value, parse) in [
+        (
+            "cpu",
+            &resize.cpu,
+            parse_cpu_millis as fn(&str) -> Result<i64, QuantityError>,
+        ),
+        ("memory", &resize.memory, parse_memory_bytes),
+    ] {
+        let Some(value) = value else { continue };
+        parse(value).map_err(|e| bad(format!("--{resource} {value:?}: {e}")))?;
+        resources
+            .requests
+            .get_or_insert_with(Default::default)
+            .insert(resource.into(), Quantity(value.clone()));
+        if let Some(limit) = resources.limits.as_mut().and_then(|l| l.get_mut(resource)) {
+            *limit = Quantity(value.clone());
+        }
+    }
+    Ok(pod)
+}
+
+fn without_resize_conditions(pod: &Pod) -> Pod {
+    let mut pod = pod.clone();
+    if let Some(status) = pod.status.as_mut() {
+        if let Some(conditions) = status.conditions.as_mut() {
+            conditions
+                .retain(|c| c.type_ != CONDITION_RESIZE_PENDING && c.type_ != CONDITION_RESIZE_IN_PROGRESS);
+        }
+        status.resize = None;
+    }
+    pod
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn bad_documents_are_all_reported_and_nothing_is_used() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: ok}\nspec: {containers: []}\n---\napiVersion: apps/v1\nkind: Deployment\n---\nkind: Pod\n---\napiVersion: v1\nkind: Node\nspec: {taints: 7}\n---\n";
+        let Err(ClusterFileError::Documents(errors)) = parse_cluster(text) else {
+            panic!("accepted")
+        };
+        let indexes: Vec<usize> = errors.iter().map(|e| e.index).collect();
+        assert_eq!(indexes, [2, 3, 4], "{errors:?}");
+        assert!(errors[0].message.contains("apps/v1/Deployment"));
+    }
+
+    #[test]
+    fn yaml_syntax_error_is_reported() {
+        let Err(ClusterFileError::Documents(errors)) = parse_cluster("apiVersion: v1\nkind: [Pod\n") else {
+            panic!("accepted")
+        };
+        assert_eq!(errors[0].index, 1);
+    }
+
+    #[test]
+    fn selectors() {
+        let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into();
+        let sel: LabelSelector =
+            serde_json::from_value(serde_json::json!({"matchLabels": {"app": "web"}})).unwrap();
+        assert_eq!(selector_matches(&sel, &labels), Ok(true));
+        let sel: LabelSelector = serde_json::from_value(serde_json::json!({
+            "matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}))
+        .unwrap();
+        assert_eq!(selector_matches(&sel, &labels), Ok(false));
+        assert_eq!(selector_matches(&LabelSelector::default(), &labels), Ok(false));
+        let sel: LabelSelector = serde_json::from_value(serde_json::json!({
+            "matchExpressions": [{"key": "app", "operator": "Near"}]}))
+        .unwrap();
+        assert!(selector_matches(&sel, &labels).is_err());
+    }
+}

@@ -1,0 +1,327 @@
+//! The pure decision core: node, Pods, PDBs and one resize in; outcome, victims and message out.
+//!
+//! Semantics (Kubernetes v1.37, KEP-5836 "scheduler preemption for in-place Pod resize"):
+//! - a resize whose requests exceed the node's allocatable is Infeasible and never preempts;
+//! - a resize that already fits needs nobody evicted (the kubelet will actuate it);
+//! - a node whose `spec.podPreemptionPolicy.disableResizePreemption` is non-empty gets no resize
+//!   preemption; a resizing Pod with `preemptionPolicy: Never` preempts nobody;
+//! - victims are chosen exactly as the scheduler's `SelectVictimsOnNode` chooses them, on this node
+//!   only (see [`select`]).
+//!
+//! Usage is counted as the scheduler counts it: every Pod at `max(desired, allocated, actual)`, so a
+//! pending resize's room is already "used" in every other decision; `NodeState::reserved` adds room
+//! promised through the reservation ledger that is not visible in any Pod's spec yet.
+
+mod order;
+mod select;
+
+use headroom_node_model::{QosClass, ResourceName, Resources};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use order::{decide_all, kubelet_retry_order};
+pub use select::{SelectedVictims, select_victims_on_node};
+
+/// `preemptionPolicy` of a Pod (from its spec or its PriorityClass).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PreemptionPolicy {
+    #[default]
+    PreemptLowerPriority,
+    Never,
+}
+
+/// The node the resize is on; the preemption boundary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeInput {
+    pub name: String,
+    /// `status.allocatable` (cpu, memory).
+    pub allocatable: Resources,
+    /// `spec.podPreemptionPolicy.disableResizePreemption`: the owners that switched resize
+    /// preemption off; non-empty means off.
+    pub disable_resize_preemption: Vec<String>,
+}
+
+/// A Pod on the node, reduced to what the decision needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodInput {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// Resolved priority (`spec.priority`, else its PriorityClass's value, else 0).
+    pub priority: i32,
+    pub preemption_policy: PreemptionPolicy,
+    /// `status.startTime`; `None` sorts as "now", i.e. after every started Pod, as the scheduler's
+    /// `GetPodStartTime` does.
+    pub start_time: Option<jiff::Timestamp>,
+    /// Requests as the scheduler counts them (a resizing Pod at max(desired, allocated, actual)).
+    pub requests: Resources,
+    pub qos: Option<QosClass>,
+    /// Indexes into `NodeState::pdbs` of the PodDisruptionBudgets whose selector matches this Pod.
+    pub pdbs: Vec<usize>,
+}
+
+impl PodInput {
+    pub fn is(&self, namespace: &str, name: &str) -> bool {
+        self.namespace == namespace && self.name == name
+    }
+}
+
+/// A PodDisruptionBudget: only its `status.disruptionsAllowed` matters to victim selection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PdbInput {
+    pub namespace: String,
+    pub name: String,
+    pub disruptions_allowed: i32,
+}
+
+/// Everything the decision looks at on one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeState {
+    pub node: NodeInput,
+    pub pods: Vec<PodInput>,
+    pub pdbs: Vec<PdbInput>,
+    /// Room promised by the reservation ledger and not yet visible in any Pod's count.
+    pub reserved: Resources,
+}
+
+/// A resize of a Pod in `NodeState::pods`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResizeRequest {
+    pub namespace: String,
+    pub name: String,
+    /// The resizing Pod counted with its desired resources: `max(desired, allocated, actual)`.
+    pub requested: Resources,
+    /// The resizing Pod counted without the desired resources: `max(allocated, actual)`.
+    pub admitted: Resources,
+    /// Set when the kubelet already reported the resize Infeasible (it knows things this model
+    /// does not, such as a static CPU manager); carries its message.
+    pub reported_infeasible: Option<String>,
+    /// `lastTransitionTime` of the `PodResizePending` condition; `None` = just now.
+    pub pending_since: Option<jiff::Timestamp>,
+}
+
+impl ResizeRequest {
+    /// Kubelet's "non-increasing" resize: no resource grows beyond what is admitted.
+    pub fn is_non_increasing(&self) -> bool {
+        self.requested.fits_within(&self.admitted)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The resize fits without evicting anyone; the kubelet actuates it.
+    Fits,
+    /// Evicting `victims` makes the resize fit.
+    Preempt,
+    /// Not even evicting every lower-priority Pod makes room: nobody is evicted, it stays Deferred.
+    Deferred,
+    /// Beyond what the node can ever give: never preempts.
+    Infeasible,
+    /// The resizing Pod has `preemptionPolicy: Never`.
+    NotEligible,
+    /// The node switched resize preemption off.
+    Disabled,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Fits => "fits",
+            Outcome::Preempt => "preempt",
+            Outcome::Deferred => "deferred",
+            Outcome::Infeasible => "infeasible",
+            Outcome::NotEligible => "not-eligible",
+            Outcome::Disabled => "disabled",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Victim {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub priority: i32,
+    /// Evicting it takes a PodDisruptionBudget below zero disruptions allowed.
+    pub violates_pdb: bool,
+    pub requests: Resources,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub outcome: Outcome,
+    /// Most important first (the scheduler's order), empty unless `outcome` is `Preempt`.
+    pub victims: Vec<Victim>,
+    /// In the kubelet's or scheduler's own words.
+    pub message: String,
+    /// The resizing Pod's requests with the resize applied.
+    pub requested: Resources,
+    /// Everything else on the node (other Pods + reservations) before any eviction.
+    pub used: Resources,
+    pub allocatable: Resources,
+    /// How many victims violate a PDB (the scheduler minimises this).
+    pub pdb_violations: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DecideError {
+    #[error("pod {namespace}/{name} is not on node {node}")]
+    UnknownPod {
+        namespace: String,
+        name: String,
+        node: String,
+    },
+    #[error("resource sum overflows on node {node}")]
+    Overflow { node: String },
+    #[error("pod {pod} refers to PodDisruptionBudget #{index}, which is not in the node state")]
+    UnknownPdb { pod: String, index: usize },
+}
+
+/// Messages, word for word from the components that emit them.
+pub mod messages {
+    pub const FITS: &str = "pod resize fits, waiting for Kubelet actuation";
+    pub const NOT_ELIGIBLE_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
+    pub const NODE_DISABLED: &str = "node had resize preemption disabled";
+}
+
+/// Decides one resize on one node. Pure; `O(n log n)` in the number of Pods.
+pub fn decide(state: &NodeState, resize: &ResizeRequest) -> Result<Decision, DecideError> {
+    let mut pdb_allowed: Vec<i32> = state.pdbs.iter().map(|p| p.disruptions_allowed).collect();
+    let excluded = vec![false; state.pods.len()];
+    decide_with(state, resize, &excluded, &mut pdb_allowed)
+}
+
+/// `decide` over the Pods not `excluded` (already chosen as victims by an earlier resize in the same
+/// cycle), with PDB budgets `pdb_allowed` that earlier victims already counted down.
+pub(crate) fn decide_with(
+    state: &NodeState,
+    resize: &ResizeRequest,
+    excluded: &[bool],
+    pdb_allowed: &mut [i32],
+) -> Result<Decision, DecideError> {
+    let node = &state.node;
+    let overflow = || DecideError::Overflow {
+        node: node.name.clone(),
+    };
+    let resizing = state
+        .pods
+        .iter()
+        .enumerate()
+        .find(|(i, p)| !excluded[*i] && p.is(&resize.namespace, &resize.name))
+        .map(|(i, _)| i)
+        .ok_or_else(|| DecideError::UnknownPod {
+            namespace: resize.namespace.clone(),
+            name: resize.name.clone(),
+            node: node.name.clone(),
+        })?;
+    let resizing_pod = &state.pods[resizing];
+
+    let mut used = state.reserved;
+    for (i, pod) in state.pods.iter().enumerate() {
+        if i != resizing && !excluded[i] {
+            used = used.checked_add(pod.requests).ok_or_else(overflow)?;
+        }
+    }
+    let allocatable = node.allocatable;
+    let requested = resize.requested;
+    let decision = |outcome: Outcome, message: String| Decision {
+        outcome,
+        victims: Vec::new(),
+        message,
+        requested,
+        used,
+        allocatable,
+        pdb_violations: 0,
+    };
+
+    // Infeasible: the kubelet's check against allocatable, before anything else.
+    if let Some(message) = &resize.reported_infeasible {
+        return Ok(decision(Outcome::Infeasible, message.clone()));
+    }
+    if let Some(resource) = requested.insufficient(&allocatable).first() {
+        return Ok(decision(
+            Outcome::Infeasible,
+            infeasible_message(*resource, requested, allocatable),
+        ));
+    }
+
+    // The kubelet admits non-increasing resizes without a fit check.
+    let total = used.checked_add(requested).ok_or_else(overflow)?;
+    if resize.is_non_increasing() || total.fits_within(&allocatable) {
+        return Ok(decision(Outcome::Fits, messages::FITS.to_string()));
+    }
+    let deferred_message = total
+        .insufficient(&allocatable)
+        .first()
+        .map(|r| deferred_message(*r, requested, used, allocatable))
+        .unwrap_or_default();
+
+    if !node.disable_resize_preemption.is_empty() {
+        return Ok(decision(Outcome::Disabled, messages::NODE_DISABLED.to_string()));
+    }
+    if resizing_pod.preemption_policy == PreemptionPolicy::Never {
+        return Ok(decision(
+            Outcome::NotEligible,
+            messages::NOT_ELIGIBLE_NEVER.to_string(),
+        ));
+    }
+
+    let selected = select_victims_on_node(state, resizing, requested, excluded, pdb_allowed)?;
+    let Some(selected) = selected else {
+        return Ok(decision(Outcome::Deferred, deferred_message));
+    };
+    let victims = selected
+        .victims
+        .iter()
+        .map(|v| {
+            let pod = &state.pods[v.index];
+            Victim {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: pod.uid.clone(),
+                priority: pod.priority,
+                violates_pdb: v.violates_pdb,
+                requests: pod.requests,
+            }
+        })
+        .collect();
+    Ok(Decision {
+        outcome: Outcome::Preempt,
+        victims,
+        // The resize is Deferred until the victims are gone; say why, as the kubelet says it.
+        message: deferred_message,
+        requested,
+        used,
+        allocatable,
+        pdb_violations: selected.pdb_violations,
+    })
+}
+
+/// The kubelet's Deferred wording (`InsufficientResourceError`): "used" is everything else on the
+/// node, "requested" the resizing Pod's new request, in millicores or bytes.
+pub fn deferred_message(
+    resource: ResourceName,
+    requested: Resources,
+    used: Resources,
+    capacity: Resources,
+) -> String {
+    format!(
+        "Node didn't have enough resource: {resource}, requested: {}, used: {}, capacity: {}",
+        requested.get(resource),
+        used.get(resource),
+        capacity.get(resource)
+    )
+}
+
+/// The kubelet's Infeasible wording.
+pub fn infeasible_message(resource: ResourceName, requested: Resources, capacity: Resources) -> String {
+    format!(
+        "Node didn't have enough capacity: {resource}, requested: {}, capacity: {}",
+        requested.get(resource),
+        capacity.get(resource)
+    )
+}
+
+#[cfg(test)]
+mod tests;

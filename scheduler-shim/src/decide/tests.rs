@@ -1,0 +1,457 @@
+//! Table tests: the seed's tutorial and cases modelled on the scheduler's own
+//! `default_preemption_test.go` (`TestSelectVictimsOnNode`-style), applied to one node.
+#![allow(clippy::unwrap_used)]
+
+use headroom_node_model::{QosClass, Resources};
+
+use super::*;
+
+const GI: i64 = 1 << 30;
+
+fn ts(seconds: i64) -> Option<jiff::Timestamp> {
+    Some(jiff::Timestamp::from_second(1_700_000_000 + seconds).unwrap())
+}
+
+fn pod(name: &str, priority: i32, cpu: i64, mem: i64) -> PodInput {
+    PodInput {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        priority,
+        requests: Resources::new(cpu, mem),
+        start_time: ts(0),
+        qos: Some(QosClass::Guaranteed),
+        ..Default::default()
+    }
+}
+
+fn state(cpu: i64, mem: i64, pods: Vec<PodInput>) -> NodeState {
+    NodeState {
+        node: NodeInput {
+            name: "kind-control-plane".into(),
+            allocatable: Resources::new(cpu, mem),
+            ..Default::default()
+        },
+        pods,
+        ..Default::default()
+    }
+}
+
+/// Resize `name` in `state` to `cpu`/`mem`, updating its scheduler count like the loader does.
+fn resize(state: &mut NodeState, name: &str, cpu: i64, mem: i64) -> ResizeRequest {
+    let pod = state.pods.iter_mut().find(|p| p.name == name).unwrap();
+    let admitted = pod.requests;
+    pod.requests = admitted.max(Resources::new(cpu, mem));
+    ResizeRequest {
+        namespace: "default".into(),
+        name: name.into(),
+        requested: pod.requests,
+        admitted,
+        ..Default::default()
+    }
+}
+
+fn names(decision: &Decision) -> Vec<&str> {
+    decision.victims.iter().map(|v| v.name.as_str()).collect()
+}
+
+/// The seed: 8-CPU kind node; kube-system static pods and kindnet/coredns use 950m at
+/// system-node-critical priority; low-priority-pod 3 CPU (1000); high-priority-pod 4 CPU (1000000).
+fn seed() -> NodeState {
+    state(
+        8000,
+        16 * GI,
+        vec![
+            pod("system-overhead", 2_000_001_000, 950, GI),
+            pod("low-priority-pod", 1000, 3000, 500 << 20),
+            pod("high-priority-pod", 1_000_000, 4000, GI),
+        ],
+    )
+}
+
+#[test]
+fn seed_resize_to_six_preempts_the_low_priority_pod() {
+    let mut s = seed();
+    let r = resize(&mut s, "high-priority-pod", 6000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(d.outcome, Outcome::Preempt);
+    assert_eq!(names(&d), ["low-priority-pod"]);
+    assert_eq!(d.victims[0].priority, 1000);
+    assert_eq!(
+        d.message,
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000"
+    );
+}
+
+#[test]
+fn seed_variants() {
+    // (new cpu, outcome, message or "")
+    let cases = [
+        (4050, Outcome::Fits, messages::FITS.to_string()),
+        (
+            5000,
+            Outcome::Preempt,
+            "Node didn't have enough resource: cpu, requested: 5000, used: 3950, capacity: 8000".into(),
+        ),
+        (
+            8000,
+            Outcome::Deferred,
+            "Node didn't have enough resource: cpu, requested: 8000, used: 3950, capacity: 8000".into(),
+        ),
+        (
+            9000,
+            Outcome::Infeasible,
+            "Node didn't have enough capacity: cpu, requested: 9000, capacity: 8000".into(),
+        ),
+        (2000, Outcome::Fits, messages::FITS.to_string()),
+    ];
+    for (cpu, outcome, message) in cases {
+        let mut s = seed();
+        let r = resize(&mut s, "high-priority-pod", cpu, GI);
+        let d = decide(&s, &r).unwrap();
+        assert_eq!((d.outcome, &d.message), (outcome, &message), "cpu {cpu}");
+        assert_eq!(d.victims.is_empty(), outcome != Outcome::Preempt, "cpu {cpu}");
+    }
+}
+
+#[test]
+fn memory_is_checked_after_cpu() {
+    let mut s = seed();
+    let r = resize(&mut s, "high-priority-pod", 4000, 15 * GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(d.outcome, Outcome::Preempt);
+    assert_eq!(
+        d.message,
+        format!(
+            "Node didn't have enough resource: memory, requested: {}, used: {}, capacity: {}",
+            15 * GI,
+            GI + (500 << 20),
+            16 * GI
+        )
+    );
+}
+
+#[test]
+fn node_policy_and_preemption_policy_never() {
+    let mut s = seed();
+    let r = resize(&mut s, "high-priority-pod", 6000, GI);
+    let mut disabled = s.clone();
+    disabled.node.disable_resize_preemption =
+        vec!["cluster-autoscaler.kubernetes.io/disable-preemption".into()];
+    let d = decide(&disabled, &r).unwrap();
+    assert_eq!(
+        (d.outcome, d.message.as_str()),
+        (Outcome::Disabled, "node had resize preemption disabled")
+    );
+
+    let mut never = s.clone();
+    never.pods[2].preemption_policy = PreemptionPolicy::Never;
+    let d = decide(&never, &r).unwrap();
+    assert_eq!(
+        (d.outcome, d.message.as_str()),
+        (
+            Outcome::NotEligible,
+            "not eligible due to preemptionPolicy=Never."
+        )
+    );
+    // A resize that fits is not affected by either.
+    let mut fits = never.clone();
+    fits.node.disable_resize_preemption = disabled.node.disable_resize_preemption.clone();
+    let r = resize(&mut fits, "high-priority-pod", 4050, GI);
+    assert_eq!(decide(&fits, &r).unwrap().outcome, Outcome::Fits);
+}
+
+#[test]
+fn reservations_count_as_used() {
+    let mut s = seed();
+    s.reserved = Resources::new(2000, 0);
+    let r = resize(&mut s, "high-priority-pod", 5000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(
+        d.message,
+        "Node didn't have enough resource: cpu, requested: 5000, used: 5950, capacity: 8000"
+    );
+    assert_eq!(d.outcome, Outcome::Preempt);
+    // 950 + 2000 reserved + 6000 > 8000 even with the low-priority pod gone.
+    let r = resize(&mut s, "high-priority-pod", 6000, GI);
+    assert_eq!(decide(&s, &r).unwrap().outcome, Outcome::Deferred);
+}
+
+#[test]
+fn unknown_pod_is_an_error() {
+    let s = seed();
+    let r = ResizeRequest {
+        namespace: "default".into(),
+        name: "nope".into(),
+        ..Default::default()
+    };
+    assert!(matches!(decide(&s, &r), Err(DecideError::UnknownPod { .. })));
+}
+
+// ---- cases after the scheduler's default_preemption_test.go ----
+
+#[test]
+fn pods_of_equal_or_higher_priority_are_never_preempted() {
+    // "a pod that would fit on the node, but other pods running are higher priority" → no preemption.
+    let mut s = state(
+        4000,
+        8 * GI,
+        vec![
+            pod("p", 100, 1000, GI),
+            pod("same", 100, 2000, GI),
+            pod("higher", 200, 1000, GI),
+        ],
+    );
+    let r = resize(&mut s, "p", 2000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(d.outcome, Outcome::Deferred);
+    assert!(d.victims.is_empty());
+}
+
+#[test]
+fn medium_priority_pod_is_preempted_but_small_lower_priority_one_stays() {
+    // Reprieve goes from the most important down: mid (big) cannot be kept, low (small) can.
+    let mut s = state(
+        6000,
+        8 * GI,
+        vec![
+            pod("p", 1000, 1000, GI),
+            pod("mid", 500, 3000, GI),
+            pod("low", 100, 1000, GI),
+        ],
+    );
+    let r = resize(&mut s, "p", 4000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(names(&d), ["mid"]);
+}
+
+#[test]
+fn all_lower_priority_pods_go_when_needed() {
+    let mut s = state(
+        4000,
+        8 * GI,
+        vec![
+            pod("p", 1000, 1000, GI),
+            pod("a", 10, 1000, GI),
+            pod("b", 20, 1000, GI),
+            pod("c", 30, 1000, GI),
+        ],
+    );
+    let r = resize(&mut s, "p", 4000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(names(&d), ["c", "b", "a"]);
+}
+
+#[test]
+fn among_equal_priority_the_earlier_started_is_reprieved() {
+    let mut late = pod("late", 100, 1500, GI);
+    late.start_time = ts(600);
+    let mut unstarted = pod("unstarted", 100, 1500, GI);
+    unstarted.start_time = None;
+    let mut s = state(
+        6000,
+        8 * GI,
+        vec![
+            pod("p", 1000, 1000, GI),
+            late,
+            pod("early", 100, 1500, GI),
+            unstarted,
+        ],
+    );
+    let r = resize(&mut s, "p", 3500, GI);
+    let d = decide(&s, &r).unwrap();
+    // Room to keep one of the three: the earliest stays; the later and the not-started go.
+    assert_eq!(names(&d), ["late", "unstarted"]);
+}
+
+fn with_pdb(mut s: NodeState, allowed: i32, members: &[&str]) -> NodeState {
+    let index = s.pdbs.len();
+    s.pdbs.push(PdbInput {
+        namespace: "default".into(),
+        name: format!("pdb-{index}"),
+        disruptions_allowed: allowed,
+    });
+    for pod in &mut s.pods {
+        if members.contains(&pod.name.as_str()) {
+            pod.pdbs.push(index);
+        }
+    }
+    s
+}
+
+#[test]
+fn pdb_violating_pods_are_reprieved_first() {
+    // Two equal candidates, room to keep one: the protected one stays although it is less important.
+    let mut older = pod("older", 100, 2000, GI);
+    older.start_time = ts(-60);
+    let s = state(
+        5000,
+        8 * GI,
+        vec![pod("p", 1000, 1000, GI), older, pod("protected", 100, 2000, GI)],
+    );
+    let mut s = with_pdb(s, 0, &["protected"]);
+    let r = resize(&mut s, "p", 3000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(names(&d), ["older"]);
+    assert_eq!(d.pdb_violations, 0);
+
+    // Without the PDB the less important (later) one would go.
+    let mut s = state(
+        5000,
+        8 * GI,
+        vec![
+            pod("p", 1000, 1000, GI),
+            pod("older", 100, 2000, GI),
+            pod("protected", 100, 2000, GI),
+        ],
+    );
+    s.pods[1].start_time = ts(-60);
+    let r = resize(&mut s, "p", 3000, GI);
+    assert_eq!(names(&decide(&s, &r).unwrap()), ["protected"]);
+}
+
+#[test]
+fn pdb_is_violated_only_when_no_choice_allows_otherwise() {
+    let s = state(
+        3000,
+        8 * GI,
+        vec![pod("p", 1000, 1000, GI), pod("protected", 100, 2000, GI)],
+    );
+    let mut s = with_pdb(s, 0, &["protected"]);
+    let r = resize(&mut s, "p", 3000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(names(&d), ["protected"]);
+    assert!(d.victims[0].violates_pdb);
+    assert_eq!(d.pdb_violations, 1);
+}
+
+#[test]
+fn pdb_budget_counts_down_across_candidates() {
+    // disruptionsAllowed 1 shared by a and b: the first in importance order uses it up.
+    let mut a = pod("a", 200, 1000, GI);
+    a.start_time = ts(-10);
+    let s = state(
+        3000,
+        8 * GI,
+        vec![pod("p", 1000, 1000, GI), a, pod("b", 100, 1000, GI)],
+    );
+    let mut s = with_pdb(s, 1, &["a", "b"]);
+    let r = resize(&mut s, "p", 3000, GI);
+    let d = decide(&s, &r).unwrap();
+    let flags: Vec<(&str, bool)> = d
+        .victims
+        .iter()
+        .map(|v| (v.name.as_str(), v.violates_pdb))
+        .collect();
+    // Victims in priority order high→low after mixing violating and non-violating.
+    assert_eq!(flags, [("a", false), ("b", true)]);
+    assert_eq!(d.pdb_violations, 1);
+}
+
+#[test]
+fn eviction_that_cannot_make_room_evicts_nobody() {
+    let mut s = state(
+        4000,
+        8 * GI,
+        vec![
+            pod("p", 1000, 1000, GI),
+            pod("big-high", 2000, 2500, GI),
+            pod("low", 1, 500, GI),
+        ],
+    );
+    let r = resize(&mut s, "p", 2000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(d.outcome, Outcome::Deferred);
+    assert!(d.victims.is_empty());
+}
+
+// ---- several resizes on one node ----
+
+#[test]
+fn kubelet_retry_order_table() {
+    let mut burstable = pod("burstable", 500, 1000, GI);
+    burstable.qos = Some(QosClass::Burstable);
+    let mut s = state(
+        100_000,
+        64 * GI,
+        vec![
+            pod("shrink", 1, 2000, GI),
+            pod("high", 900, 1000, GI),
+            burstable,
+            pod("guaranteed", 500, 1000, GI),
+            pod("old", 500, 1000, GI),
+        ],
+    );
+    let mut resizes = vec![
+        resize(&mut s, "burstable", 2000, GI),
+        resize(&mut s, "guaranteed", 2000, GI),
+        resize(&mut s, "high", 2000, GI),
+        resize(&mut s, "old", 2000, GI),
+    ];
+    // A decrease: admitted 2000, requested 1000.
+    resizes.push(ResizeRequest {
+        namespace: "default".into(),
+        name: "shrink".into(),
+        requested: Resources::new(2000, GI),
+        admitted: Resources::new(2000, GI),
+        ..Default::default()
+    });
+    resizes[1].pending_since = ts(100);
+    resizes[3].pending_since = ts(50);
+    let order: Vec<&str> = kubelet_retry_order(&s, &resizes)
+        .iter()
+        .map(|&i| resizes[i].name.as_str())
+        .collect();
+    assert_eq!(order, ["shrink", "high", "old", "guaranteed", "burstable"]);
+}
+
+#[test]
+fn two_resizes_do_not_share_freed_room() {
+    // 8 CPU, full: a (900) 2→4, b (500) 2→4, victim v (10) 3, z (2000) 1. Evicting v frees 3 CPU:
+    // enough for one of the two increases (2 each), not both.
+    let mut s = state(
+        8000,
+        16 * GI,
+        vec![
+            pod("a", 900, 2000, GI),
+            pod("b", 500, 2000, GI),
+            pod("v", 10, 3000, GI),
+            pod("z", 2000, 1000, GI),
+        ],
+    );
+    let resizes = vec![resize(&mut s, "b", 4000, GI), resize(&mut s, "a", 4000, GI)];
+    let served = decide_all(&s, &resizes).unwrap();
+    let outcomes: Vec<(&str, Outcome)> = served
+        .iter()
+        .map(|r| (resizes[r.resize].name.as_str(), r.decision.outcome))
+        .collect();
+    // a is served first (higher priority) and takes v's room; b then sees a's 4 CPU as used
+    // (and v gone): 4000 (a) + 1000 (z).
+    assert_eq!(outcomes, [("a", Outcome::Preempt), ("b", Outcome::Deferred)]);
+    assert_eq!(names(&served[0].decision), ["v"]);
+    assert_eq!(
+        served[1].decision.message,
+        "Node didn't have enough resource: cpu, requested: 4000, used: 5000, capacity: 8000"
+    );
+}
+
+#[test]
+fn higher_priority_resize_can_evict_a_lower_priority_resizing_pod() {
+    let mut s = state(
+        8000,
+        16 * GI,
+        vec![
+            pod("a", 900, 4000, GI),
+            pod("b", 500, 2000, GI),
+            pod("x", 950, 2000, GI),
+        ],
+    );
+    let resizes = vec![resize(&mut s, "b", 3000, GI), resize(&mut s, "a", 6000, GI)];
+    let served = decide_all(&s, &resizes).unwrap();
+    assert_eq!(
+        served.len(),
+        1,
+        "b was evicted by a and gets no decision: {served:?}"
+    );
+    assert_eq!(names(&served[0].decision), ["b"]);
+}

@@ -1,0 +1,120 @@
+//! A decision in sentences a person understands (`headroomctl explain POD`, `plan` without `--json`).
+
+use headroom_node_model::{ResourceName, Resources, format_cpu_millis, format_memory_bytes};
+
+use crate::decide::{Decision, Outcome};
+
+fn amount(resource: ResourceName, value: i64) -> String {
+    match resource {
+        ResourceName::Cpu => format!("{} CPU", format_cpu_millis(value)),
+        ResourceName::Memory => format!("{} memory", format_memory_bytes(value)),
+    }
+}
+
+fn short_of(decision: &Decision) -> Vec<String> {
+    let total = decision.used.saturating_add(decision.requested);
+    total
+        .insufficient(&decision.allocatable)
+        .into_iter()
+        .map(|r| {
+            format!(
+                "it asks for {}, the rest of the node uses {}, and the node has {} allocatable",
+                amount(r, decision.requested.get(r)),
+                amount(r, decision.used.get(r)),
+                amount(r, decision.allocatable.get(r)),
+            )
+        })
+        .collect()
+}
+
+fn freed(decision: &Decision) -> Resources {
+    decision
+        .victims
+        .iter()
+        .fold(Resources::ZERO, |sum, v| sum.saturating_add(v.requests))
+}
+
+/// Explains `decision` for the Pod `pod` (`namespace/name`).
+pub fn explain(pod: &str, decision: &Decision) -> String {
+    let mut lines = Vec::new();
+    let why = short_of(decision).join("; ");
+    match decision.outcome {
+        Outcome::Fits => lines.push(format!(
+            "The resize of {pod} fits on the node as it is: nobody needs to be evicted, the kubelet can apply it."
+        )),
+        Outcome::Infeasible => {
+            lines.push(format!("The resize of {pod} can never fit on this node, so it is Infeasible ({}).", decision.message));
+            lines.push("Infeasible resizes never preempt anyone: lower the request or move the Pod to a bigger node.".into());
+        }
+        Outcome::Disabled => {
+            lines.push(format!("The resize of {pod} is pending because the node is full: {why}."));
+            lines.push("The node has switched resize preemption off (spec.podPreemptionPolicy.disableResizePreemption), so nobody will be evicted for it; it waits until room frees up.".into());
+        }
+        Outcome::NotEligible => {
+            lines.push(format!("The resize of {pod} is pending because the node is full: {why}."));
+            lines.push(format!("{pod} has preemptionPolicy: Never, so it does not evict other Pods; it waits until room frees up."));
+        }
+        Outcome::Deferred => {
+            lines.push(format!("The resize of {pod} is pending (Deferred) because the node is full: {why}."));
+            lines.push("Even evicting every Pod of lower priority on this node would not make enough room, so nobody is evicted; the resize waits.".into());
+        }
+        Outcome::Preempt => {
+            lines.push(format!("The resize of {pod} is pending (Deferred) because the node is full: {why}."));
+            let names: Vec<String> = decision
+                .victims
+                .iter()
+                .map(|v| format!("{}/{} (priority {})", v.namespace, v.name, v.priority))
+                .collect();
+            let plural = if names.len() == 1 { "Pod" } else { "Pods" };
+            lines.push(format!(
+                "Evicting {} lower-priority {plural} — {} — frees {}, enough for the resize; every other lower-priority Pod can stay.",
+                names.len(),
+                names.join(", "),
+                freed(decision)
+            ));
+            if decision.pdb_violations > 0 {
+                lines.push(format!(
+                    "{} of them is protected by a PodDisruptionBudget that allows no more disruptions; no choice avoided that.",
+                    decision.pdb_violations
+                ));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::Victim;
+
+    #[test]
+    fn preempt_names_the_victim_and_the_shortfall() {
+        let decision = Decision {
+            outcome: Outcome::Preempt,
+            victims: vec![Victim {
+                namespace: "default".into(),
+                name: "low-priority-pod".into(),
+                uid: "u".into(),
+                priority: 1000,
+                violates_pdb: false,
+                requests: Resources::new(3000, 500 << 20),
+            }],
+            message: String::new(),
+            requested: Resources::new(6000, 1 << 30),
+            used: Resources::new(3950, 1 << 30),
+            allocatable: Resources::new(8000, 16 << 30),
+            pdb_violations: 0,
+        };
+        let text = explain("default/high-priority-pod", &decision);
+        assert!(
+            text.contains("it asks for 6 CPU, the rest of the node uses 3950m CPU"),
+            "{text}"
+        );
+        assert!(
+            text.contains("default/low-priority-pod (priority 1000)"),
+            "{text}"
+        );
+        assert!(text.contains("frees cpu=3 memory=500Mi"), "{text}");
+    }
+}

@@ -1,0 +1,112 @@
+//! A minimal HTTP/1.1 server for `/metrics`, `/healthz` and `/readyz` (the DaemonSet's probes and
+//! Prometheus). GET only, one response per connection, request head capped at 8 KiB.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use super::{KubeError, Metrics};
+
+const MAX_HEAD: usize = 8 * 1024;
+
+/// Binds `addr` and serves in a background task.
+pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<JoinHandle<()>, KubeError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| KubeError::Serve { addr, source })?;
+    tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+    Ok(tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let metrics = metrics.clone();
+                    tokio::spawn(async move {
+                        let answer =
+                            tokio::time::timeout(Duration::from_secs(5), answer(stream, &metrics)).await;
+                        if let Ok(Err(e)) = answer {
+                            tracing::debug!(error = %e, "metrics connection");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }))
+}
+
+async fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let (status, content_type, body) = route(&head, metrics);
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// `(status line, content type, body)` for a request head.
+pub fn route(head: &[u8], metrics: &Metrics) -> (&'static str, &'static str, String) {
+    let text = String::from_utf8_lossy(head);
+    let mut request_line = text.lines().next().unwrap_or_default().split_whitespace();
+    let (method, path) = (
+        request_line.next().unwrap_or_default(),
+        request_line.next().unwrap_or_default(),
+    );
+    if method != "GET" {
+        return ("405 Method Not Allowed", "text/plain", "GET only\n".into());
+    }
+    match path.split('?').next().unwrap_or_default() {
+        "/metrics" => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+        "/healthz" => ("200 OK", "text/plain", "ok\n".into()),
+        "/readyz" if metrics.is_ready() => ("200 OK", "text/plain", "ready\n".into()),
+        "/readyz" => (
+            "503 Service Unavailable",
+            "text/plain",
+            "watches not synced yet\n".into(),
+        ),
+        _ => ("404 Not Found", "text/plain", "not found\n".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let m = Metrics::default();
+        assert_eq!(route(b"GET /healthz HTTP/1.1\r\n\r\n", &m).0, "200 OK");
+        assert_eq!(
+            route(b"GET /readyz HTTP/1.1\r\n\r\n", &m).0,
+            "503 Service Unavailable"
+        );
+        m.set_ready(true);
+        assert_eq!(route(b"GET /readyz HTTP/1.1\r\n\r\n", &m).0, "200 OK");
+        assert!(
+            route(b"GET /metrics HTTP/1.1\r\n\r\n", &m)
+                .2
+                .contains("headroom_shim_reconciles_total 0")
+        );
+        assert_eq!(
+            route(b"POST /metrics HTTP/1.1\r\n\r\n", &m).0,
+            "405 Method Not Allowed"
+        );
+        assert_eq!(route(b"\xff\xfe", &m).0, "405 Method Not Allowed");
+    }
+}

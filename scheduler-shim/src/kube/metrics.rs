@@ -1,0 +1,260 @@
+//! The shim's Prometheus metrics (text exposition format 0.0.4), kept in plain atomics and small
+//! maps so that recording never allocates on the hot path of a cycle.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the end-to-end latency histogram: decision → resize actuated.
+pub const LATENCY_BUCKETS: [f64; 12] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+#[derive(Default)]
+struct Histogram {
+    buckets: [u64; LATENCY_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    decisions: Mutex<BTreeMap<&'static str, u64>>,
+    watch_errors: Mutex<BTreeMap<&'static str, u64>>,
+    victims: Mutex<BTreeMap<&'static str, u64>>,
+    would_preempt: AtomicU64,
+    preemption_failures: AtomicU64,
+    resizes_completed: AtomicU64,
+    resizes_timed_out: AtomicU64,
+    resizes_abandoned: AtomicU64,
+    reconcile_errors: AtomicU64,
+    reconciles: AtomicU64,
+    in_flight: AtomicU64,
+    end_to_end: Mutex<Histogram>,
+    latencies: Mutex<Vec<Duration>>,
+    ready: AtomicBool,
+}
+
+fn bump(map: &Mutex<BTreeMap<&'static str, u64>>, key: &'static str, by: u64) {
+    // A poisoned lock only means another thread panicked mid-increment; the counts stay usable.
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    *map.entry(key).or_default() += by;
+}
+
+impl Metrics {
+    pub fn watch_error(&self, resource: &'static str) {
+        bump(&self.watch_errors, resource, 1);
+    }
+    pub fn decision(&self, outcome: &'static str) {
+        bump(&self.decisions, outcome, 1);
+    }
+    pub fn preempted(&self, mode: &'static str, victims: u64) {
+        bump(&self.victims, mode, victims);
+    }
+    pub fn would_preempt(&self, victims: u64) {
+        self.would_preempt.fetch_add(victims, Ordering::Relaxed);
+    }
+    pub fn preemption_failed(&self) {
+        self.preemption_failures.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn reconciled(&self, ok: bool) {
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            self.reconcile_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    pub fn set_in_flight(&self, n: usize) {
+        self.in_flight.store(n as u64, Ordering::Relaxed);
+    }
+    pub fn timed_out(&self) {
+        self.resizes_timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn abandoned(&self) {
+        self.resizes_abandoned.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A preempted-for resize was actuated by the kubelet, `latency` after the decision.
+    pub fn completed(&self, latency: Duration) {
+        self.resizes_completed.fetch_add(1, Ordering::Relaxed);
+        let seconds = latency.as_secs_f64();
+        let mut h = self.end_to_end.lock().unwrap_or_else(|p| p.into_inner());
+        for (bucket, bound) in h.buckets.iter_mut().zip(LATENCY_BUCKETS) {
+            if seconds <= bound {
+                *bucket += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += seconds;
+        drop(h);
+        self.latencies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(latency);
+    }
+    /// Every end-to-end latency recorded so far, in order.
+    pub fn latencies(&self) -> Vec<Duration> {
+        self.latencies.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    pub fn completed_count(&self) -> u64 {
+        self.resizes_completed.load(Ordering::Relaxed)
+    }
+    pub fn watch_error_count(&self) -> u64 {
+        self.watch_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .sum()
+    }
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    /// Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let mut family = |name: &str, kind: &str, help: &str| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            name.to_string()
+        };
+        let mut lines = Vec::new();
+        let name = family(
+            "headroom_shim_decisions_total",
+            "counter",
+            "Decisions on Deferred resizes, by outcome.",
+        );
+        for (outcome, n) in self.decisions.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            lines.push(format!("{name}{{outcome=\"{outcome}\"}} {n}"));
+        }
+        out.push_str(&lines.join("\n"));
+        if !lines.is_empty() {
+            out.push('\n');
+        }
+        let push_map = |out: &mut String,
+                        name: &str,
+                        help: &str,
+                        label: &str,
+                        map: &Mutex<BTreeMap<&'static str, u64>>| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (key, n) in map.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                let _ = writeln!(out, "{name}{{{label}=\"{key}\"}} {n}");
+            }
+        };
+        push_map(
+            &mut out,
+            "headroom_shim_victims_total",
+            "Pods preempted, by mode.",
+            "mode",
+            &self.victims,
+        );
+        push_map(
+            &mut out,
+            "headroom_shim_watch_errors_total",
+            "Watch errors (retried with backoff), by resource.",
+            "resource",
+            &self.watch_errors,
+        );
+        let counters = [
+            (
+                "headroom_shim_dry_run_would_preempt_total",
+                "Pods that would have been preempted in dry-run mode.",
+                &self.would_preempt,
+            ),
+            (
+                "headroom_shim_preemption_failures_total",
+                "Preemptions abandoned because an API call failed.",
+                &self.preemption_failures,
+            ),
+            (
+                "headroom_shim_resizes_completed_total",
+                "Preempted-for resizes the kubelet actuated.",
+                &self.resizes_completed,
+            ),
+            (
+                "headroom_shim_resizes_timed_out_total",
+                "Preempted-for resizes not actuated within the timeout.",
+                &self.resizes_timed_out,
+            ),
+            (
+                "headroom_shim_resizes_abandoned_total",
+                "Preempted-for resizes whose Pod went away or was replaced.",
+                &self.resizes_abandoned,
+            ),
+            (
+                "headroom_shim_reconciles_total",
+                "Reconcile cycles.",
+                &self.reconciles,
+            ),
+            (
+                "headroom_shim_reconcile_errors_total",
+                "Reconcile cycles that failed.",
+                &self.reconcile_errors,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP headroom_shim_in_flight_resizes Preempted-for resizes waiting for the kubelet.\n\
+             # TYPE headroom_shim_in_flight_resizes gauge\nheadroom_shim_in_flight_resizes {}",
+            self.in_flight.load(Ordering::Relaxed)
+        );
+        let name = "headroom_shim_resize_end_to_end_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} From the preemption decision to the resize actuated (PodResizeInProgress gone, allocatedResources updated).\n# TYPE {name} histogram"
+        );
+        let h = self.end_to_end.lock().unwrap_or_else(|p| p.into_inner());
+        for (bound, n) in LATENCY_BUCKETS.iter().zip(h.buckets) {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{le=\"+Inf\"}} {}\n{name}_sum {}\n{name}_count {}",
+            h.count, h.sum, h.count
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_a_cumulative_histogram() {
+        let m = Metrics::default();
+        m.decision("preempt");
+        m.preempted("delete", 2);
+        m.completed(Duration::from_millis(700));
+        let text = m.render();
+        assert!(
+            text.contains("headroom_shim_decisions_total{outcome=\"preempt\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("headroom_shim_victims_total{mode=\"delete\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("headroom_shim_resize_end_to_end_seconds_bucket{le=\"0.5\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("headroom_shim_resize_end_to_end_seconds_bucket{le=\"1\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("headroom_shim_resize_end_to_end_seconds_count 1"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! One reconcile cycle over the reflector stores: follow earlier preemptions to completion, then
+//! decide every Deferred resize on the node (kubelet retry order) and preempt where the core says so.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use headroom_node_model::{ResizeState, Resources, parse_cpu_millis, parse_memory_bytes, resize_state};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+
+use super::effects::{self, EventSpec, VictimOutcome, actions, reasons};
+use super::reservations::Reserve;
+use super::{KubeConfig, KubeError, Metrics, OPT_OUT_LABEL, OPT_OUT_VALUE, Reservations, Stores};
+use crate::cluster_file::{ClusterFile, ResizeSpec, node_state_for};
+use crate::decide::{Decision, Outcome, ResizeRequest, decide_all};
+
+/// A resize for which victims were removed, until the kubelet has actuated it.
+#[derive(Clone, Debug)]
+struct InFlight {
+    namespace: String,
+    name: String,
+    reservation: String,
+    victims: usize,
+    decided_at: Instant,
+}
+
+/// What one cycle did (for logs and tests).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CycleReport {
+    /// `namespace/name` of each resizing Pod decided, with the outcome.
+    pub decisions: Vec<(String, Outcome)>,
+    /// `namespace/name` of each victim removed.
+    pub preempted: Vec<String>,
+    /// `namespace/name` of each resizing Pod that would have preempted (dry run).
+    pub would_preempt: Vec<String>,
+    /// Preempted-for resizes the kubelet actuated, with the end-to-end latency.
+    pub completed: Vec<(String, Duration)>,
+    pub timed_out: Vec<String>,
+    pub abandoned: Vec<String>,
+}
+
+pub struct Backend {
+    client: Client,
+    config: KubeConfig,
+    stores: Stores,
+    reservations: Arc<dyn Reservations>,
+    metrics: Arc<Metrics>,
+    /// By resizing Pod UID.
+    in_flight: BTreeMap<String, InFlight>,
+    /// `(uid, generation)` already announced (dry run, failure): one Event per resize attempt.
+    announced: BTreeSet<(String, i64)>,
+}
+
+fn key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        namespace(pod),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn namespace(pod: &Pod) -> &str {
+    pod.metadata.namespace.as_deref().unwrap_or("default")
+}
+
+fn uid(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+impl Backend {
+    pub fn new(
+        client: Client,
+        config: KubeConfig,
+        stores: Stores,
+        reservations: Arc<dyn Reservations>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Backend {
+            client,
+            config,
+            stores,
+            reservations,
+            metrics,
+            in_flight: BTreeMap::new(),
+            announced: BTreeSet::new(),
+        }
+    }
+
+    /// Waits for the first list of every watch, then reconciles on every change and every `resync`
+    /// until `shutdown` resolves.
+    pub async fn run_until(
+        &mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<(), KubeError> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            ready = self.stores.wait_until_ready() => ready?,
+            () = &mut shutdown => return Ok(()),
+        }
+        self.metrics.set_ready(true);
+        tracing::info!(node = %self.config.node_name, dry_run = self.config.dry_run, "watches synced; reconciling");
+        loop {
+            match self.reconcile().await {
+                Ok(_) => self.metrics.reconciled(true),
+                Err(error) => {
+                    self.metrics.reconciled(false);
+                    tracing::warn!(%error, "reconcile failed; retrying on the next change or resync");
+                }
+            }
+            tokio::select! {
+                () = self.stores.changed.notified() => {}
+                () = tokio::time::sleep(self.config.resync) => {}
+                () = &mut shutdown => return Ok(()),
+            }
+        }
+    }
+
+    /// Releases every reservation held (graceful shutdown).
+    pub async fn shutdown(&mut self) {
+        self.metrics.set_ready(false);
+        for (_, flight) in std::mem::take(&mut self.in_flight) {
+            self.reservations.release(&flight.reservation).await;
+        }
+        self.metrics.set_in_flight(0);
+        tracing::info!("shut down; reservations released");
+    }
+
+    /// One cycle.
+    #[tracing::instrument(name = "reconcile", skip(self), fields(node = %self.config.node_name))]
+    pub async fn reconcile(&mut self) -> Result<CycleReport, KubeError> {
+        let mut report = CycleReport::default();
+        let node_name = self.config.node_name.as_str();
+        let Some(node) = self
+            .stores
+            .nodes
+            .state()
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node_name))
+        else {
+            tracing::debug!("node not seen yet");
+            return Ok(report);
+        };
+        let pods = self.stores.pods.state();
+        self.follow(&pods, &mut report).await;
+
+        let opted_out: BTreeSet<String> = self
+            .stores
+            .namespaces
+            .state()
+            .iter()
+            .filter(|ns| {
+                ns.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(OPT_OUT_LABEL))
+                    .map(String::as_str)
+                    == Some(OPT_OUT_VALUE)
+            })
+            .filter_map(|ns| ns.metadata.name.clone())
+            .collect();
+        let deferred: Vec<&Arc<Pod>> = pods
+            .iter()
+            .filter(|p| resize_state(p).is_deferred())
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| !opted_out.contains(namespace(p)) && !self.in_flight.contains_key(uid(p)))
+            .collect();
+        if deferred.is_empty() {
+            return Ok(report);
+        }
+
+        let cluster = ClusterFile {
+            nodes: vec![(*node).clone()],
+            priority_classes: self
+                .stores
+                .priority_classes
+                .state()
+                .iter()
+                .map(|c| (**c).clone())
+                .collect(),
+            pods: pods.iter().map(|p| (**p).clone()).collect(),
+            pdbs: self.stores.pdbs.state().iter().map(|p| (**p).clone()).collect(),
+        };
+        let mut state = None;
+        let mut resizes: Vec<(&Arc<Pod>, ResizeRequest)> = Vec::new();
+        for pod in deferred {
+            let spec = ResizeSpec {
+                namespace: namespace(pod).to_string(),
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                ..ResizeSpec::default()
+            };
+            match node_state_for(&cluster, &spec) {
+                Ok((node_state, request)) => {
+                    state.get_or_insert(node_state);
+                    resizes.push((pod, request));
+                }
+                Err(error) => tracing::warn!(pod = %key(pod), %error, "resize skipped: cannot model it"),
+            }
+        }
+        let Some(mut state) = state else { return Ok(report) };
+        // Pods the shim must never preempt: opted-out namespaces and Pods already terminating. They
+        // still count against the node; as "highest priority" they are never lower than a resizer.
+        for input in &mut state.pods {
+            let terminating = pods.iter().any(|p| {
+                namespace(p) == input.namespace
+                    && p.metadata.name.as_deref() == Some(input.name.as_str())
+                    && p.metadata.deletion_timestamp.is_some()
+            });
+            if terminating || opted_out.contains(&input.namespace) {
+                input.priority = i32::MAX;
+            }
+        }
+        let requests: Vec<ResizeRequest> = resizes.iter().map(|(_, r)| r.clone()).collect();
+        for served in decide_all(&state, &requests)? {
+            let Some((pod, request)) = resizes.get(served.resize) else {
+                continue;
+            };
+            let outcome = served.decision.outcome;
+            self.metrics.decision(outcome.as_str());
+            report.decisions.push((key(pod), outcome));
+            tracing::info!(pod = %key(pod), outcome = outcome.as_str(), message = %served.decision.message, victims = served.decision.victims.len(), "decided");
+            if outcome == Outcome::Preempt {
+                self.preempt(pod, request, &served.decision, &mut report).await;
+            }
+        }
+        self.metrics.set_in_flight(self.in_flight.len());
+        Ok(report)
+    }
+
+    async fn preempt(
+        &mut self,
+        pod: &Pod,
+        request: &ResizeRequest,
+        decision: &Decision,
+        report: &mut CycleReport,
+    ) {
+        let (pod_key, pod_uid) = (key(pod), uid(pod).to_string());
+        let generation = pod.metadata.generation.unwrap_or_default();
+        let node = self.config.node_name.clone();
+        let victim_list = decision
+            .victims
+            .iter()
+            .map(|v| format!("{}/{} (priority {})", v.namespace, v.name, v.priority))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let resizer = effects::pod_reference(
+            namespace(pod),
+            pod.metadata.name.as_deref().unwrap_or_default(),
+            &pod_uid,
+        );
+        let n = decision.victims.len();
+
+        if self.config.dry_run {
+            if self.announced.insert((pod_uid.clone(), generation)) {
+                tracing::info!(pod = %pod_key, victims = %victim_list, "dry run: would preempt");
+                self.metrics.would_preempt(n as u64);
+                report.would_preempt.push(pod_key);
+                let note = format!(
+                    "Dry run: would preempt {n} pod(s) on node {node}: {victim_list}. {}",
+                    decision.message
+                );
+                self.event(
+                    resizer,
+                    None,
+                    "Normal",
+                    reasons::WOULD_PREEMPT_FOR_RESIZE,
+                    actions::PREEMPTING,
+                    note,
+                )
+                .await;
+            }
+            return;
+        }
+
+        let freed = decision
+            .victims
+            .iter()
+            .fold(Resources::ZERO, |sum, v| sum.saturating_add(v.requests));
+        let extra = request
+            .requested
+            .saturating_sub(request.admitted)
+            .max(Resources::ZERO);
+        let available = decision
+            .allocatable
+            .saturating_sub(decision.used.saturating_sub(freed))
+            .saturating_sub(request.admitted);
+        let reservation = format!("{pod_uid}/{generation}");
+        let reserve = Reserve {
+            id: reservation.clone(),
+            pod: pod_key.clone(),
+            amount: extra,
+            available,
+            ttl: self.config.resize_timeout,
+        };
+        if let Err(error) = self.reservations.reserve(reserve).await {
+            tracing::warn!(pod = %pod_key, %error, "no reservation; not preempting");
+            self.failed(resizer, generation, format!("could not reserve room: {error}"))
+                .await;
+            return;
+        }
+
+        for victim in &decision.victims {
+            let victim_key = format!("{}/{}", victim.namespace, victim.name);
+            match effects::remove_victim(&self.client, &self.config, victim).await {
+                Ok(VictimOutcome::Removed) => {
+                    report.preempted.push(victim_key);
+                    let regarding = effects::pod_reference(&victim.namespace, &victim.name, &victim.uid);
+                    let note = effects::preempted_note(&pod_uid, &node);
+                    self.event(
+                        regarding,
+                        Some(resizer.clone()),
+                        "Normal",
+                        reasons::PREEMPTED,
+                        actions::PREEMPTING,
+                        note,
+                    )
+                    .await;
+                }
+                Ok(VictimOutcome::AlreadyGone) => tracing::info!(victim = %victim_key, "victim already gone"),
+                Err(error) => {
+                    tracing::warn!(pod = %pod_key, victim = %victim_key, %error, "preemption failed");
+                    self.reservations.release(&reservation).await;
+                    self.failed(
+                        resizer,
+                        generation,
+                        format!("could not preempt {victim_key}: {error}"),
+                    )
+                    .await;
+                    return;
+                }
+            }
+        }
+        self.metrics.preempted(self.config.preemption.as_str(), n as u64);
+        let note = format!("Preempted {n} pod(s) on node {node} for this resize: {victim_list}");
+        self.event(
+            resizer,
+            None,
+            "Normal",
+            reasons::PREEMPTING_FOR_RESIZE,
+            actions::PREEMPTING,
+            note,
+        )
+        .await;
+        let flight = InFlight {
+            namespace: namespace(pod).to_string(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            reservation,
+            victims: n,
+            decided_at: Instant::now(),
+        };
+        self.in_flight.insert(pod_uid, flight);
+    }
+
+    async fn failed(
+        &mut self,
+        resizer: k8s_openapi::api::core::v1::ObjectReference,
+        generation: i64,
+        note: String,
+    ) {
+        self.metrics.preemption_failed();
+        let uid = resizer.uid.clone().unwrap_or_default();
+        if self.announced.insert((uid, generation)) {
+            self.event(
+                resizer,
+                None,
+                "Warning",
+                reasons::RESIZE_PREEMPTION_FAILED,
+                actions::PREEMPTING,
+                note,
+            )
+            .await;
+        }
+    }
+
+    /// Follows preempted-for resizes: completed, timed out or abandoned.
+    async fn follow(&mut self, pods: &[Arc<Pod>], report: &mut CycleReport) {
+        let now = Instant::now();
+        let uids: Vec<String> = self.in_flight.keys().cloned().collect();
+        for pod_uid in uids {
+            let Some(flight) = self.in_flight.get(&pod_uid).cloned() else {
+                continue;
+            };
+            let pod_key = format!("{}/{}", flight.namespace, flight.name);
+            let reference = effects::pod_reference(&flight.namespace, &flight.name, &pod_uid);
+            let elapsed = now.saturating_duration_since(flight.decided_at);
+            match pods.iter().find(|p| uid(p) == pod_uid) {
+                None => {
+                    tracing::info!(pod = %pod_key, "resizing pod went away; reservation released");
+                    self.metrics.abandoned();
+                    report.abandoned.push(pod_key);
+                }
+                Some(pod) if resize_completed(pod) => {
+                    tracing::info!(pod = %pod_key, latency_ms = elapsed.as_millis() as u64, "resize actuated");
+                    self.metrics.completed(elapsed);
+                    report.completed.push((pod_key, elapsed));
+                    let note = format!(
+                        "Resize actuated {:.3}s after preempting {} pod(s): PodResizeInProgress gone, allocatedResources updated",
+                        elapsed.as_secs_f64(),
+                        flight.victims
+                    );
+                    self.event(
+                        reference,
+                        None,
+                        "Normal",
+                        reasons::RESIZE_PREEMPTION_COMPLETED,
+                        actions::RESIZING,
+                        note,
+                    )
+                    .await;
+                }
+                Some(_) if elapsed >= self.config.resize_timeout => {
+                    tracing::warn!(pod = %pod_key, "resize not actuated in time; reservation released");
+                    self.metrics.timed_out();
+                    report.timed_out.push(pod_key);
+                    let note = format!(
+                        "Resize not actuated {}s after preemption; reservation released",
+                        elapsed.as_secs()
+                    );
+                    self.event(
+                        reference,
+                        None,
+                        "Warning",
+                        reasons::RESIZE_PREEMPTION_TIMED_OUT,
+                        actions::RESIZING,
+                        note,
+                    )
+                    .await;
+                }
+                Some(_) => continue,
+            }
+            self.in_flight.remove(&pod_uid);
+            self.reservations.release(&flight.reservation).await;
+        }
+        self.metrics.set_in_flight(self.in_flight.len());
+    }
+
+    async fn event(
+        &self,
+        regarding: k8s_openapi::api::core::v1::ObjectReference,
+        related: Option<k8s_openapi::api::core::v1::ObjectReference>,
+        type_: &'static str,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
+        let spec = EventSpec {
+            regarding,
+            related,
+            type_,
+            reason,
+            action,
+            note,
+        };
+        effects::post_event(&self.client, &self.config, spec).await;
+    }
+}
+
+/// The kubelet has actuated the resize: no `PodResizePending` / `PodResizeInProgress` left, and
+/// every container's `allocatedResources` equals its desired requests (cpu and memory).
+pub fn resize_completed(pod: &Pod) -> bool {
+    if resize_state(pod) != ResizeState::None {
+        return false;
+    }
+    let Some(spec) = pod.spec.as_ref() else {
+        return false;
+    };
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    spec.containers.iter().all(|container| {
+        let desired = container.resources.as_ref().and_then(|r| r.requests.as_ref());
+        let allocated = statuses
+            .iter()
+            .find(|s| s.name == container.name)
+            .and_then(|s| s.allocated_resources.as_ref());
+        [
+            ("cpu", parse_cpu_millis as fn(&str) -> _),
+            ("memory", parse_memory_bytes),
+        ]
+        .iter()
+        .all(|(name, parse)| match desired.and_then(|d| d.get(*name)) {
+            None => true,
+            Some(want) => {
+                let have = allocated
+                    .and_then(|a| a.get(*name))
+                    .and_then(|q| parse(&q.0).ok());
+                parse(&want.0).ok().is_some_and(|want| have == Some(want))
+            }
+        })
+    })
+}

@@ -1,0 +1,787 @@
+//! The Kubernetes backend end to end against kube's mock service: a `tower_test::mock::pair`
+//! behind `kube::Client::new(service, "default")`, answering with JSON exactly as the API server
+//! returns it (lists with `metadata.resourceVersion` and kind-less items, watch events
+//! `{"type":"ADDED","object":{...}}`, `BOOKMARK`, and a `410 Expired` `ERROR` event).
+//!
+//! No API server can run on these machines (and unit tests must not contact a cluster): this mock is
+//! the whole "cluster". It routes by method and path, keeps watch streams open until the test
+//! pushes events or drops them, and records every request so that the test can check the order of
+//! the effects and that each request is an entry of `rbac::API_CALLS`.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use headroom_shim::kube::rbac::API_CALLS;
+use headroom_shim::kube::{KubeConfig, LocalLedger, Metrics, PreemptionMode, Reservations};
+use http::{Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt as _, StreamBody};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+type MockBody = UnsyncBoxBody<Bytes, Infallible>;
+type Handle = tower_test::mock::Handle<Request<kube::client::Body>, Response<MockBody>>;
+
+const NODE: &str = "node-a";
+const HIGH_UID: &str = "7d3e5c1a-2b4f-4e8a-9c6d-1f0e2a3b4c5d";
+const LOW_UID: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+
+// === Real API JSON ===
+
+#[allow(clippy::too_many_arguments)] // a fixture: each argument is one field of the real JSON
+fn pod(
+    name: &str,
+    uid: &str,
+    rv: &str,
+    class: &str,
+    priority: i32,
+    cpu_spec: &str,
+    cpu_alloc: &str,
+    conditions: Value,
+) -> Value {
+    json!({
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {
+            "name": name, "namespace": "default", "uid": uid, "resourceVersion": rv, "generation": 2,
+            "creationTimestamp": "2026-07-01T10:00:00Z", "labels": {"app": name}
+        },
+        "spec": {
+            "containers": [{
+                "name": "app", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu_spec, "memory": "1Gi"}, "limits": {"cpu": cpu_spec, "memory": "1Gi"}},
+                "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent"
+            }],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default", "nodeName": NODE, "schedulerName": "default-scheduler",
+            "priorityClassName": class, "priority": priority, "preemptionPolicy": "PreemptLowerPriority",
+            "enableServiceLinks": true,
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+        },
+        "status": {
+            "phase": "Running", "hostIP": "10.0.0.11", "podIP": "10.244.1.7", "qosClass": "Guaranteed",
+            "startTime": "2026-07-01T10:00:01Z", "observedGeneration": 2,
+            "conditions": conditions,
+            "containerStatuses": [{
+                "name": "app", "ready": true, "restartCount": 0, "started": true,
+                "image": "registry.k8s.io/pause:3.10", "imageID": "registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
+                "containerID": format!("containerd://{}", uid.replace('-', "")),
+                "state": {"running": {"startedAt": "2026-07-01T10:00:02Z"}},
+                "allocatedResources": {"cpu": cpu_alloc, "memory": "1Gi"},
+                "resources": {"requests": {"cpu": cpu_alloc, "memory": "1Gi"}, "limits": {"cpu": cpu_alloc, "memory": "1Gi"}}
+            }]
+        }
+    })
+}
+
+fn ready_conditions() -> Value {
+    json!([
+        {"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-07-01T10:00:03Z"},
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-07-01T10:00:00Z"}
+    ])
+}
+
+fn with_condition(type_: &str, reason: &str, message: &str) -> Value {
+    let mut c = ready_conditions();
+    let mut cond = json!({"type": type_, "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-07-01T10:05:00Z", "observedGeneration": 2});
+    if !reason.is_empty() {
+        cond["reason"] = json!(reason);
+        cond["message"] = json!(message);
+    }
+    c.as_array_mut().unwrap().push(cond);
+    c
+}
+
+fn low() -> Value {
+    pod(
+        "low-priority-pod",
+        LOW_UID,
+        "1000",
+        "low-priority",
+        1000,
+        "3",
+        "3",
+        ready_conditions(),
+    )
+}
+
+fn high_running() -> Value {
+    pod(
+        "high-priority-pod",
+        HIGH_UID,
+        "1000",
+        "high-priority",
+        10000,
+        "4",
+        "4",
+        ready_conditions(),
+    )
+}
+
+fn high_deferred() -> Value {
+    let deferred = with_condition(
+        "PodResizePending",
+        "Deferred",
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3000, capacity: 8000",
+    );
+    pod(
+        "high-priority-pod",
+        HIGH_UID,
+        "1002",
+        "high-priority",
+        10000,
+        "6",
+        "4",
+        deferred,
+    )
+}
+
+fn high_in_progress() -> Value {
+    pod(
+        "high-priority-pod",
+        HIGH_UID,
+        "1010",
+        "high-priority",
+        10000,
+        "6",
+        "6",
+        with_condition("PodResizeInProgress", "", ""),
+    )
+}
+
+fn high_done() -> Value {
+    pod(
+        "high-priority-pod",
+        HIGH_UID,
+        "1011",
+        "high-priority",
+        10000,
+        "6",
+        "6",
+        ready_conditions(),
+    )
+}
+
+fn node() -> Value {
+    json!({
+        "metadata": {"name": NODE, "uid": "5f4e3d2c-1b0a-4f9e-8d7c-6b5a4f3e2d1c", "resourceVersion": "900",
+                     "creationTimestamp": "2026-06-30T08:00:00Z",
+                     "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}},
+        "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]},
+        "status": {
+            "capacity": {"cpu": "8", "memory": "32865360Ki", "pods": "110", "ephemeral-storage": "102626232Ki"},
+            "allocatable": {"cpu": "8", "memory": "32762960Ki", "pods": "110", "ephemeral-storage": "94580335255"},
+            "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-07-01T10:04:00Z",
+                            "lastTransitionTime": "2026-06-30T08:01:00Z", "reason": "KubeletReady", "message": "kubelet is posting ready status"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.11"}, {"type": "Hostname", "address": NODE}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"machineID": "4c4c4544004b3510804cb7c04f4d3332", "systemUUID": "4c4c4544-004b-3510-804c-b7c04f4d3332",
+                         "bootID": "b2e1f0d4-9c8b-4a7e-8f6d-5c4b3a2f1e0d", "kernelVersion": "6.12.0", "osImage": "Debian GNU/Linux 12 (bookworm)",
+                         "containerRuntimeVersion": "containerd://2.1.0", "kubeletVersion": "v1.37.0", "kubeProxyVersion": "",
+                         "operatingSystem": "linux", "architecture": "amd64"}
+        }
+    })
+}
+
+fn list(kind: &str, api_version: &str, rv: &str, items: Vec<Value>) -> Value {
+    // The API server leaves kind and apiVersion off list items.
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|mut i| {
+            if let Some(o) = i.as_object_mut() {
+                o.remove("kind");
+                o.remove("apiVersion");
+            }
+            i
+        })
+        .collect();
+    json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": rv}, "items": items})
+}
+
+fn priority_classes() -> Value {
+    let pc = |name: &str, value: i64, rv: &str| {
+        json!({"metadata": {"name": name, "uid": format!("pc-{name}"), "resourceVersion": rv, "generation": 1,
+                            "creationTimestamp": "2026-06-30T08:00:00Z"},
+               "value": value, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority"})
+    };
+    list(
+        "PriorityClassList",
+        "scheduling.k8s.io/v1",
+        "950",
+        vec![
+            pc("high-priority", 10000, "940"),
+            pc("low-priority", 1000, "941"),
+            pc("system-cluster-critical", 2000000000, "60"),
+            pc("system-node-critical", 2000001000, "61"),
+        ],
+    )
+}
+
+fn pdbs() -> Value {
+    list(
+        "PodDisruptionBudgetList",
+        "policy/v1",
+        "960",
+        vec![json!({
+            "metadata": {"name": "web-pdb", "namespace": "web", "uid": "pdb-1", "resourceVersion": "955", "generation": 1,
+                         "creationTimestamp": "2026-06-30T09:00:00Z"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1,
+                       "conditions": [{"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods", "message": "",
+                                       "observedGeneration": 1, "lastTransitionTime": "2026-06-30T09:00:05Z"}]}
+        })],
+    )
+}
+
+fn namespaces() -> Value {
+    let ns = |name: &str, labels: Value| {
+        json!({"metadata": {"name": name, "uid": format!("ns-{name}"), "resourceVersion": "20", "creationTimestamp": "2026-06-30T08:00:00Z",
+                            "labels": labels},
+               "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+    };
+    list(
+        "NamespaceList",
+        "v1",
+        "970",
+        vec![
+            ns("default", json!({"kubernetes.io/metadata.name": "default"})),
+            ns(
+                "headroom-system",
+                json!({"kubernetes.io/metadata.name": "headroom-system", "headroom.io/preemption": "disabled"}),
+            ),
+            ns("web", json!({"kubernetes.io/metadata.name": "web"})),
+        ],
+    )
+}
+
+fn gone() -> Value {
+    json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": "too old resource version: 1002 (1009)", "reason": "Expired", "code": 410}})
+}
+
+// === The mock API server ===
+
+#[derive(Clone, Debug)]
+struct Recorded {
+    method: String,
+    path: String,
+    query: String,
+    body: Value,
+}
+
+impl Recorded {
+    /// (group, resource[/subresource], verb), as RBAC sees this request.
+    fn rbac(&self) -> (String, String, String) {
+        let segs: Vec<&str> = self.path.trim_start_matches('/').split('/').collect();
+        let (group, rest) = match segs.as_slice() {
+            ["api", _v, rest @ ..] => (String::new(), rest.to_vec()),
+            ["apis", g, _v, rest @ ..] => (g.to_string(), rest.to_vec()),
+            _ => panic!("unexpected path {}", self.path),
+        };
+        let rest: Vec<&str> = if rest.len() >= 3 && rest[0] == "namespaces" {
+            rest[2..].to_vec()
+        } else {
+            rest
+        };
+        let resource = match rest.as_slice() {
+            [r, _name, sub] => format!("{r}/{sub}"),
+            [r, ..] => r.to_string(),
+            [] => panic!("no resource in {}", self.path),
+        };
+        let verb = match (self.method.as_str(), rest.len()) {
+            ("GET", _) if self.query.contains("watch=true") => "watch",
+            ("GET", 1) => "list",
+            ("GET", _) => "get",
+            ("POST", _) => "create",
+            ("PATCH", _) => "patch",
+            ("PUT", _) => "update",
+            ("DELETE", _) => "delete",
+            (m, _) => panic!("unexpected method {m}"),
+        };
+        (group, resource, verb.to_string())
+    }
+}
+
+#[derive(Default)]
+struct ApiState {
+    requests: Vec<Recorded>,
+    /// Current answer to a list of each resource.
+    lists: BTreeMap<String, Value>,
+    /// Open watch streams, by resource, newest last.
+    watches: BTreeMap<String, Vec<mpsc::UnboundedSender<Bytes>>>,
+}
+
+type Shared = Arc<Mutex<ApiState>>;
+
+fn respond(status: StatusCode, body: Value) -> Response<MockBody> {
+    let bytes = Bytes::from(serde_json::to_vec(&body).unwrap());
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(
+            http_body_util::Full::new(bytes)
+                .map_err(|e| match e {})
+                .boxed_unsync(),
+        )
+        .unwrap()
+}
+
+async fn serve(mut handle: Handle, state: Shared) {
+    while let Some((request, send)) = handle.next_request().await {
+        let (parts, body) = request.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        let recorded = Recorded {
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_string(),
+            query: parts.uri.query().unwrap_or_default().to_string(),
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        };
+        let (_, resource, verb) = recorded.rbac();
+        let mut st = state.lock().unwrap();
+        st.requests.push(recorded.clone());
+        let response = match verb.as_str() {
+            "list" => respond(StatusCode::OK, st.lists[&resource].clone()),
+            "watch" => {
+                let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+                st.watches.entry(resource).or_default().push(tx);
+                let stream = tokio_stream_from(rx).map(|b| Ok::<_, Infallible>(http_body::Frame::data(b)));
+                Response::builder()
+                    .status(200)
+                    .body(StreamBody::new(stream).boxed_unsync())
+                    .unwrap()
+            }
+            "patch" => {
+                let mut victim = low();
+                victim["status"]["conditions"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(recorded.body["status"]["conditions"][0].clone());
+                respond(StatusCode::OK, victim)
+            }
+            "delete" => {
+                let mut victim = low();
+                victim["metadata"]["deletionTimestamp"] = json!("2026-07-01T10:05:31Z");
+                victim["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+                respond(StatusCode::OK, victim)
+            }
+            "create" if resource == "events" => {
+                let mut event = recorded.body.clone();
+                event["metadata"]["uid"] = json!("ev-uid");
+                event["metadata"]["resourceVersion"] = json!("2000");
+                respond(StatusCode::CREATED, event)
+            }
+            _ => respond(
+                StatusCode::NOT_FOUND,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}),
+            ),
+        };
+        drop(st);
+        send.send_response(response);
+    }
+}
+
+fn tokio_stream_from(mut rx: mpsc::UnboundedReceiver<Bytes>) -> impl futures::Stream<Item = Bytes> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// Pushes one watch event on the newest open watch of `resource`.
+fn push(state: &Shared, resource: &str, event: Value) {
+    let st = state.lock().unwrap();
+    let tx = st.watches[resource].last().unwrap();
+    let mut line = serde_json::to_vec(&event).unwrap();
+    line.push(b'\n');
+    tx.send(Bytes::from(line)).unwrap();
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn count(state: &Shared, f: impl Fn(&Recorded) -> bool) -> usize {
+    state.lock().unwrap().requests.iter().filter(|r| f(r)).count()
+}
+
+fn setup() -> (kube::Client, Shared, tokio::task::JoinHandle<()>) {
+    let (service, handle) = tower_test::mock::pair::<Request<kube::client::Body>, Response<MockBody>>();
+    let state: Shared = Arc::default();
+    {
+        let mut st = state.lock().unwrap();
+        st.lists.insert(
+            "pods".into(),
+            list("PodList", "v1", "1000", vec![low(), high_running()]),
+        );
+        st.lists
+            .insert("nodes".into(), list("NodeList", "v1", "900", vec![node()]));
+        st.lists.insert("namespaces".into(), namespaces());
+        st.lists.insert("priorityclasses".into(), priority_classes());
+        st.lists.insert("poddisruptionbudgets".into(), pdbs());
+    }
+    let server = tokio::spawn(serve(handle, state.clone()));
+    (kube::Client::new(service, "default"), state, server)
+}
+
+#[tokio::test]
+async fn mock_apiserver_preempts_for_a_deferred_resize_and_follows_it_through_a_dropped_watch() {
+    let (client, state, server) = setup();
+    let metrics = Arc::new(Metrics::default());
+    let ledger = Arc::new(LocalLedger::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut config = KubeConfig::new(NODE);
+    config.preemption = PreemptionMode::Delete;
+    config.resync = Duration::from_secs(3600); // only watch events drive this test
+    let backend = tokio::spawn(headroom_shim::kube::run(
+        client,
+        config,
+        ledger.clone(),
+        metrics.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+
+    // 1. Lists, then watches from each list's resourceVersion.
+    wait_for("ready", || metrics.is_ready()).await;
+    wait_for("pods watch", || {
+        state.lock().unwrap().watches.contains_key("pods")
+    })
+    .await;
+    let first_watch = state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .find(|r| r.path == "/api/v1/pods" && r.query.contains("watch=true"))
+        .cloned()
+        .unwrap();
+    assert!(
+        first_watch.query.contains("fieldSelector=spec.nodeName%3Dnode-a"),
+        "{}",
+        first_watch.query
+    );
+    assert!(
+        first_watch.query.contains("resourceVersion=1000"),
+        "{}",
+        first_watch.query
+    );
+    let node_list = state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .find(|r| r.path == "/api/v1/nodes")
+        .cloned()
+        .unwrap();
+    assert!(
+        node_list.query.contains("fieldSelector=metadata.name%3Dnode-a"),
+        "{}",
+        node_list.query
+    );
+
+    // 2. A bookmark, then the kubelet marks the resize Deferred.
+    push(
+        &state,
+        "pods",
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "1001"}}}),
+    );
+    push(
+        &state,
+        "pods",
+        json!({"type": "MODIFIED", "object": high_deferred()}),
+    );
+
+    // 3. DisruptionTarget patch, delete with UID precondition, Preempted event, in that order.
+    wait_for("events", || count(&state, |r| r.path.ends_with("/events")) >= 2).await;
+    let effects: Vec<Recorded> = state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.method != "GET")
+        .cloned()
+        .collect();
+    let patch = &effects[0];
+    assert_eq!(
+        (patch.method.as_str(), patch.path.as_str()),
+        ("PATCH", "/api/v1/namespaces/default/pods/low-priority-pod/status")
+    );
+    let condition = &patch.body["status"]["conditions"][0];
+    assert_eq!(condition["type"], "DisruptionTarget");
+    assert_eq!(condition["status"], "True");
+    assert_eq!(condition["reason"], "PreemptionByScheduler");
+    assert_eq!(
+        condition["message"],
+        "headroom-shim: preempting to accommodate a higher priority pod"
+    );
+    let delete = &effects[1];
+    assert_eq!(
+        (delete.method.as_str(), delete.path.as_str()),
+        ("DELETE", "/api/v1/namespaces/default/pods/low-priority-pod")
+    );
+    assert_eq!(delete.body["preconditions"]["uid"], LOW_UID);
+    assert!(
+        delete.body.get("gracePeriodSeconds").is_none(),
+        "graceful: the Pod's own grace period"
+    );
+    let preempted = &effects[2];
+    assert_eq!(preempted.path, "/apis/events.k8s.io/v1/namespaces/default/events");
+    assert_eq!(preempted.body["reason"], "Preempted");
+    assert_eq!(preempted.body["type"], "Normal");
+    assert_eq!(
+        preempted.body["note"],
+        format!("Preempted by pod {HIGH_UID} on node {NODE}")
+    );
+    assert_eq!(preempted.body["regarding"]["name"], "low-priority-pod");
+    assert_eq!(preempted.body["related"]["uid"], HIGH_UID);
+    assert_eq!(effects[3].body["reason"], "PreemptingForResize");
+    assert_eq!(effects[3].body["regarding"]["uid"], HIGH_UID);
+    assert_eq!(
+        ledger.held(),
+        [format!("{HIGH_UID}/2")],
+        "the room is reserved until the resize is actuated"
+    );
+
+    // 4. The watch drops (stream closed): resumed from the last resourceVersion, no re-list.
+    state.lock().unwrap().watches.get_mut("pods").unwrap().clear();
+    wait_for("re-watch", || {
+        count(&state, |r| {
+            r.query.contains("watch=true") && r.query.contains("resourceVersion=1002")
+        }) == 1
+    })
+    .await;
+    assert_eq!(
+        count(&state, |r| r.path == "/api/v1/pods"
+            && !r.query.contains("watch=true")),
+        1
+    );
+
+    // 5. 410 Gone on the resumed watch: a re-list (with backoff), which shows the resize in progress
+    //    and the victim gone.
+    state.lock().unwrap().lists.insert(
+        "pods".into(),
+        list("PodList", "v1", "1010", vec![high_in_progress()]),
+    );
+    push(&state, "pods", gone());
+    wait_for("re-list", || {
+        count(&state, |r| {
+            r.path == "/api/v1/pods" && !r.query.contains("watch=true")
+        }) == 2
+    })
+    .await;
+    wait_for("watch after re-list", || {
+        count(&state, |r| {
+            r.query.contains("watch=true") && r.query.contains("resourceVersion=1010")
+        }) == 1
+    })
+    .await;
+    assert!(metrics.watch_error_count() >= 1);
+    assert_eq!(metrics.completed_count(), 0, "PodResizeInProgress: not done yet");
+
+    // 6. The kubelet finishes: conditions gone, allocatedResources = 6 CPU.
+    push(&state, "pods", json!({"type": "MODIFIED", "object": high_done()}));
+    wait_for("completed", || metrics.completed_count() == 1).await;
+    assert!(ledger.held().is_empty(), "reservation released on completion");
+    wait_for("completion event", || {
+        count(&state, |r| r.body["reason"] == "ResizePreemptionCompleted") == 1
+    })
+    .await;
+    let latency = metrics.latencies()[0];
+    assert!(
+        latency > Duration::ZERO && latency < Duration::from_secs(15),
+        "{latency:?}"
+    );
+    assert!(
+        metrics
+            .render()
+            .contains("headroom_shim_resize_end_to_end_seconds_count 1")
+    );
+
+    // Exactly one preemption, and every request is in the RBAC table.
+    assert_eq!(count(&state, |r| r.method == "DELETE"), 1);
+    for request in state.lock().unwrap().requests.iter() {
+        let (group, resource, verb) = request.rbac();
+        assert!(
+            API_CALLS.iter().any(|c| c.group == group
+                && c.rbac_resource() == resource
+                && c.verbs.contains(&verb.as_str())),
+            "{verb} {group}/{resource} is not in rbac::API_CALLS"
+        );
+    }
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), backend)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    server.abort();
+}
+
+#[tokio::test]
+async fn mock_apiserver_dry_run_only_posts_an_event_and_opted_out_namespaces_are_left_alone() {
+    let (client, state, server) = setup();
+    {
+        // A second Deferred resize, in the opted-out namespace.
+        let mut opted = high_deferred();
+        opted["metadata"]["namespace"] = json!("headroom-system");
+        opted["metadata"]["name"] = json!("opted-out");
+        opted["metadata"]["uid"] = json!("11111111-2222-4333-8444-555555555555");
+        // Small enough that evicting low-priority-pod still makes room for high-priority-pod.
+        opted["spec"]["containers"][0]["resources"] =
+            json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
+        opted["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = json!("500m");
+        opted["status"]["containerStatuses"][0]["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "500m", "memory": "1Gi"}});
+        let mut st = state.lock().unwrap();
+        st.lists.insert(
+            "pods".into(),
+            list("PodList", "v1", "1000", vec![low(), high_deferred(), opted]),
+        );
+    }
+    let metrics = Arc::new(Metrics::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut config = KubeConfig::new(NODE);
+    config.dry_run = true;
+    let backend = tokio::spawn(headroom_shim::kube::run(
+        client,
+        config,
+        Arc::new(LocalLedger::default()),
+        metrics.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    wait_for("dry-run event", || {
+        count(&state, |r| r.body["reason"] == "WouldPreemptForResize") == 1
+    })
+    .await;
+    // Give the backend more cycles (watch events) to do anything else it would wrongly do.
+    wait_for("pods watch", || {
+        state.lock().unwrap().watches.contains_key("pods")
+    })
+    .await;
+    push(
+        &state,
+        "pods",
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "1003"}}}),
+    );
+    push(&state, "pods", json!({"type": "MODIFIED", "object": low()}));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mutations: Vec<Recorded> = state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.method != "GET")
+        .cloned()
+        .collect();
+    assert_eq!(
+        mutations.len(),
+        1,
+        "dry run: one event, no patch, no delete: {mutations:?}"
+    );
+    let note = mutations[0].body["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("Dry run: would preempt 1 pod(s) on node node-a: default/low-priority-pod"),
+        "{note}"
+    );
+    assert_eq!(mutations[0].body["regarding"]["name"], "high-priority-pod");
+    let text = metrics.render();
+    assert!(
+        text.contains("headroom_shim_dry_run_would_preempt_total 1"),
+        "{text}"
+    );
+    // The opted-out namespace's resize was never decided: only high-priority-pod's was.
+    let decided: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("headroom_shim_decisions_total{"))
+        .collect();
+    assert!(
+        decided
+            .iter()
+            .all(|l| l.starts_with("headroom_shim_decisions_total{outcome=\"preempt\"}")),
+        "{decided:?}"
+    );
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), backend)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    server.abort();
+}
+
+#[tokio::test]
+async fn mock_apiserver_node_opt_out_is_honoured_live() {
+    let (client, state, server) = setup();
+    let mut opted_out_node = node();
+    opted_out_node["spec"]["podPreemptionPolicy"] =
+        json!({"disableResizePreemption": ["example.com/batch-owner"]});
+    {
+        let mut st = state.lock().unwrap();
+        st.lists.insert(
+            "pods".into(),
+            list("PodList", "v1", "1000", vec![low(), high_deferred()]),
+        );
+        st.lists.insert(
+            "nodes".into(),
+            list("NodeList", "v1", "900", vec![opted_out_node]),
+        );
+    }
+    let metrics = Arc::new(Metrics::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let backend = tokio::spawn(headroom_shim::kube::run(
+        client,
+        KubeConfig::new(NODE),
+        Arc::new(LocalLedger::default()),
+        metrics.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    wait_for("disabled decision", || {
+        metrics
+            .render()
+            .contains("headroom_shim_decisions_total{outcome=\"disabled\"}")
+    })
+    .await;
+    assert_eq!(
+        count(&state, |r| r.method != "GET"),
+        0,
+        "node opted out: nobody preempted"
+    );
+
+    // The node's owner clears the list: the next cycle preempts.
+    wait_for("nodes watch", || {
+        state.lock().unwrap().watches.contains_key("nodes")
+    })
+    .await;
+    let mut cleared = node();
+    cleared["kind"] = json!("Node");
+    cleared["apiVersion"] = json!("v1");
+    cleared["metadata"]["resourceVersion"] = json!("905");
+    push(&state, "nodes", json!({"type": "MODIFIED", "object": cleared}));
+    wait_for("preemption", || count(&state, |r| r.method == "DELETE") == 1).await;
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), backend)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    server.abort();
+}
