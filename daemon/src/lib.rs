@@ -3,9 +3,12 @@
 //!
 //! Where to start: [`probes`] (kernel side), [`cgroups`] (which cgroup is which Pod),
 //! [`observe`] (the `headroomd observe` report).
+pub mod actuation;
 pub mod cgroups;
+pub mod collector;
 pub mod config;
 pub mod metrics;
+pub mod node;
 pub mod observe;
 pub mod pipeline;
 pub mod probes;

@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// Check the configuration, print it and exit.
     #[arg(long)]
     pub check_config: bool,
+    /// Whether the eBPF probes must load.
+    #[arg(long, value_enum, default_value_t = crate::node::ProbeMode::IfAvailable)]
+    pub probes: crate::node::ProbeMode,
+    /// Directory of the actuator's intent records (crash recovery).
+    #[arg(long, value_name = "DIR", default_value = "/run/headroom/intents")]
+    pub intent_dir: PathBuf,
 }
 
 /// The configuration: file (if any), then flags; every problem reported at once.
@@ -194,15 +200,44 @@ impl Daemon {
         if let Some((_, task)) = self.metrics {
             task.abort();
         }
+        // The pipeline stops concurrently with the server: its end closes the snapshot
+        // channel, which ends every WatchHeadroom stream, so the server's graceful shutdown
+        // does not wait on subscribers that would never leave by themselves.
+        let pipeline = self.pipeline;
+        let stopping = tokio::task::spawn_blocking(move || pipeline.shutdown());
         let result = self.server.shutdown().await;
-        tokio::task::spawn_blocking(move || self.pipeline.shutdown()).await?;
+        stopping.await?;
         result
     }
 }
 
-/// `headroomd serve` with nothing plugged in.
+/// `headroomd serve`: probes, collector, resolver and actuator ([`crate::node`]).
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    run_with(args, Components::default(), |_| Ok(()))
+    let config = resolve_config(args).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.check_config {
+        println!("{config:#?}");
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("headroomd")
+        .build()
+        .context("start the Tokio runtime")?;
+    runtime.block_on(async {
+        let mut options = crate::node::NodeOptions::new(config);
+        options.probes = args.probes;
+        options.intent_dir = args.intent_dir.clone();
+        let mut node = crate::node::start(options).await?;
+        tracing::info!(socket = %node.daemon.server.path().display(), "headroomd serving");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => { r?; tracing::info!("SIGINT: shutting down"); }
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            r = node.daemon.server.wait() => { r?; anyhow::bail!("gRPC server stopped unexpectedly"); }
+        }
+        node.shutdown().await
+    })
 }
 
 /// `headroomd serve` with the given components; `start_collectors` is called once with a

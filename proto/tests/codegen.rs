@@ -12,8 +12,11 @@ const FILES: &[&str] = &["headroom.v1.rs", "headroom_v1_descriptor.bin"];
 
 fn generate(out: &Path) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut fds =
-        protox::compile(["headroom/v1/headroom.proto"], [root.join("proto")]).expect("compile proto");
+    let mut fds = protox::compile(
+        ["headroom/v1/headroom.proto", "headroom/v1/standalone.proto"],
+        [root.join("proto")],
+    )
+    .expect("compile proto");
     // Keep the descriptor independent of where the checkout lives and of well-known imports
     // being listed: only our file and its dependencies, sorted by name.
     fds.file.sort_by(|a, b| a.name.cmp(&b.name));
@@ -47,7 +50,7 @@ fn generated_code_is_up_to_date() {
     }
     assert!(
         stale.is_empty(),
-        "generated files {stale:?} differ from proto/proto/headroom/v1/headroom.proto; \
+        "generated files {stale:?} differ from proto/proto/headroom/v1/*.proto; \
          run `HEADROOM_REGENERATE=1 cargo test -p headroom-proto --test codegen` and commit the result"
     );
 }

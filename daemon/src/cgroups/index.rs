@@ -88,6 +88,11 @@ impl CgroupIndex {
         self.by_key.get(key)
     }
 
+    /// Every entry.
+    pub fn iter(&self) -> impl Iterator<Item = (&CgroupKey, &CgroupInfo)> {
+        self.by_key.iter()
+    }
+
     /// Consumes the index, yielding every entry.
     pub fn into_entries(self) -> impl Iterator<Item = (CgroupKey, CgroupInfo)> {
         self.by_key.into_iter()

@@ -1006,3 +1006,742 @@ pub mod headroom_server {
         const NAME: &'static str = SERVICE_NAME;
     }
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplyManifestRequest {
+    #[prost(string, tag = "1")]
+    pub yaml: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplyManifestResponse {
+    /// One line per object, as kubectl prints them ("pod/low-priority-pod created").
+    #[prost(string, repeated, tag = "1")]
+    pub results: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResizePodRequest {
+    /// NAME or NAMESPACE/NAME.
+    #[prost(string, tag = "1")]
+    pub pod: ::prost::alloc::string::String,
+    /// New CPU request (and limit, where the container has one); "" leaves it.
+    #[prost(string, tag = "2")]
+    pub cpu: ::prost::alloc::string::String,
+    /// New memory request (and limit, where the container has one); "" leaves it.
+    #[prost(string, tag = "3")]
+    pub memory: ::prost::alloc::string::String,
+    /// The container; may be left out when the Pod has one.
+    #[prost(string, tag = "4")]
+    pub container: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResizePodResponse {
+    /// "Completed", "Deferred", "Infeasible" or "Error": where the kubelet's admission left it.
+    #[prost(string, tag = "1")]
+    pub status: ::prost::alloc::string::String,
+    /// The kubelet's message for Deferred, Infeasible and Error.
+    #[prost(string, tag = "2")]
+    pub message: ::prost::alloc::string::String,
+    /// metadata.generation after the patch.
+    #[prost(int64, tag = "3")]
+    pub generation: i64,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetPodsRequest {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StandalonePod {
+    #[prost(string, tag = "1")]
+    pub namespace: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub uid: ::prost::alloc::string::String,
+    #[prost(int32, tag = "4")]
+    pub priority: i32,
+    /// Sums over the containers, as quantities: spec requests (desired) and
+    /// status.containerStatuses\[\].allocatedResources.
+    #[prost(string, tag = "5")]
+    pub cpu_request: ::prost::alloc::string::String,
+    #[prost(string, tag = "6")]
+    pub allocated_cpu: ::prost::alloc::string::String,
+    #[prost(string, tag = "7")]
+    pub memory_request: ::prost::alloc::string::String,
+    #[prost(string, tag = "8")]
+    pub allocated_memory: ::prost::alloc::string::String,
+    /// status.phase.
+    #[prost(string, tag = "9")]
+    pub phase: ::prost::alloc::string::String,
+    /// "" or the resize condition: "Deferred", "Infeasible", "InProgress", "Error".
+    #[prost(string, tag = "10")]
+    pub resize: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "11")]
+    pub start_time: ::core::option::Option<::prost_types::Timestamp>,
+    /// Processes of the Pod's containers.
+    #[prost(uint32, repeated, tag = "12")]
+    pub pids: ::prost::alloc::vec::Vec<u32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetPodsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub pods: ::prost::alloc::vec::Vec<StandalonePod>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListEventsRequest {
+    /// Only events whose involvedObject.name is this ("" = all).
+    #[prost(string, tag = "1")]
+    pub involved_object_name: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PodEvent {
+    /// "Normal" or "Warning".
+    #[prost(string, tag = "1")]
+    pub r#type: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub reason: ::prost::alloc::string::String,
+    /// "pod/NAME".
+    #[prost(string, tag = "3")]
+    pub object: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub message: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "5")]
+    pub first_timestamp: ::core::option::Option<::prost_types::Timestamp>,
+    #[prost(message, optional, tag = "6")]
+    pub last_timestamp: ::core::option::Option<::prost_types::Timestamp>,
+    #[prost(int32, tag = "7")]
+    pub count: i32,
+    /// source.component ("kubelet", "default-scheduler").
+    #[prost(string, tag = "8")]
+    pub source: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListEventsResponse {
+    /// Oldest first.
+    #[prost(message, repeated, tag = "1")]
+    pub events: ::prost::alloc::vec::Vec<PodEvent>,
+    /// The server's clock, for LAST SEEN.
+    #[prost(message, optional, tag = "2")]
+    pub now: ::core::option::Option<::prost_types::Timestamp>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExplainRequest {
+    /// NAME or NAMESPACE/NAME.
+    #[prost(string, tag = "1")]
+    pub pod: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExplainResponse {
+    /// The decision core's outcome ("preempt", "deferred", ...) or "none" when no resize is pending.
+    #[prost(string, tag = "1")]
+    pub outcome: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub text: ::prost::alloc::string::String,
+}
+/// Generated client implementations.
+pub mod standalone_client {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    use tonic::codegen::http::Uri;
+    #[derive(Debug, Clone)]
+    pub struct StandaloneClient<T> {
+        inner: tonic::client::Grpc<T>,
+    }
+    impl StandaloneClient<tonic::transport::Channel> {
+        /// Attempt to create a new client by connecting to a given endpoint.
+        pub async fn connect<D>(dst: D) -> Result<Self, tonic::transport::Error>
+        where
+            D: TryInto<tonic::transport::Endpoint>,
+            D::Error: Into<StdError>,
+        {
+            let conn = tonic::transport::Endpoint::new(dst)?.connect().await?;
+            Ok(Self::new(conn))
+        }
+    }
+    impl<T> StandaloneClient<T>
+    where
+        T: tonic::client::GrpcService<tonic::body::Body>,
+        T::Error: Into<StdError>,
+        T::ResponseBody: Body<Data = Bytes> + std::marker::Send + 'static,
+        <T::ResponseBody as Body>::Error: Into<StdError> + std::marker::Send,
+    {
+        pub fn new(inner: T) -> Self {
+            let inner = tonic::client::Grpc::new(inner);
+            Self { inner }
+        }
+        pub fn with_origin(inner: T, origin: Uri) -> Self {
+            let inner = tonic::client::Grpc::with_origin(inner, origin);
+            Self { inner }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> StandaloneClient<InterceptedService<T, F>>
+        where
+            F: tonic::service::Interceptor,
+            T::ResponseBody: Default,
+            T: tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<
+                    <T as tonic::client::GrpcService<tonic::body::Body>>::ResponseBody,
+                >,
+            >,
+            <T as tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+            >>::Error: Into<StdError> + std::marker::Send + std::marker::Sync,
+        {
+            StandaloneClient::new(InterceptedService::new(inner, interceptor))
+        }
+        /// Compress requests with the given encoding.
+        ///
+        /// This requires the server to support it otherwise it might respond with an
+        /// error.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.send_compressed(encoding);
+            self
+        }
+        /// Enable decompressing responses.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.accept_compressed(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_decoding_message_size(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_encoding_message_size(limit);
+            self
+        }
+        /// Creates the objects of a multi-document YAML manifest (PriorityClass, Pod), like
+        /// `kubectl apply -f`: each Pod becomes a cgroup with one process per container.
+        pub async fn apply_manifest(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ApplyManifestRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ApplyManifestResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/headroom.v1.Standalone/ApplyManifest",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("headroom.v1.Standalone", "ApplyManifest"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// `kubectl patch pod POD --subresource resize`: new requests (and limits, where set) for one
+        /// container, then the kubelet's admission check.
+        pub async fn resize(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ResizePodRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResizePodResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/headroom.v1.Standalone/Resize",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("headroom.v1.Standalone", "Resize"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The Pods with what the kubelet allocated to them.
+        pub async fn get_pods(
+            &mut self,
+            request: impl tonic::IntoRequest<super::GetPodsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::GetPodsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/headroom.v1.Standalone/GetPods",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("headroom.v1.Standalone", "GetPods"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// `kubectl get events`, optionally for one object.
+        pub async fn list_events(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListEventsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListEventsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/headroom.v1.Standalone/ListEvents",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("headroom.v1.Standalone", "ListEvents"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Why a Pod's resize is pending and what preemption would do, in sentences.
+        pub async fn explain(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ExplainRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ExplainResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/headroom.v1.Standalone/Explain",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("headroom.v1.Standalone", "Explain"));
+            self.inner.unary(req, path, codec).await
+        }
+    }
+}
+/// Generated server implementations.
+pub mod standalone_server {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    /// Generated trait containing gRPC methods that should be implemented for use with StandaloneServer.
+    #[async_trait]
+    pub trait Standalone: std::marker::Send + std::marker::Sync + 'static {
+        /// Creates the objects of a multi-document YAML manifest (PriorityClass, Pod), like
+        /// `kubectl apply -f`: each Pod becomes a cgroup with one process per container.
+        async fn apply_manifest(
+            &self,
+            request: tonic::Request<super::ApplyManifestRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ApplyManifestResponse>,
+            tonic::Status,
+        >;
+        /// `kubectl patch pod POD --subresource resize`: new requests (and limits, where set) for one
+        /// container, then the kubelet's admission check.
+        async fn resize(
+            &self,
+            request: tonic::Request<super::ResizePodRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResizePodResponse>,
+            tonic::Status,
+        >;
+        /// The Pods with what the kubelet allocated to them.
+        async fn get_pods(
+            &self,
+            request: tonic::Request<super::GetPodsRequest>,
+        ) -> std::result::Result<tonic::Response<super::GetPodsResponse>, tonic::Status>;
+        /// `kubectl get events`, optionally for one object.
+        async fn list_events(
+            &self,
+            request: tonic::Request<super::ListEventsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListEventsResponse>,
+            tonic::Status,
+        >;
+        /// Why a Pod's resize is pending and what preemption would do, in sentences.
+        async fn explain(
+            &self,
+            request: tonic::Request<super::ExplainRequest>,
+        ) -> std::result::Result<tonic::Response<super::ExplainResponse>, tonic::Status>;
+    }
+    #[derive(Debug)]
+    pub struct StandaloneServer<T> {
+        inner: Arc<T>,
+        accept_compression_encodings: EnabledCompressionEncodings,
+        send_compression_encodings: EnabledCompressionEncodings,
+        max_decoding_message_size: Option<usize>,
+        max_encoding_message_size: Option<usize>,
+    }
+    impl<T> StandaloneServer<T> {
+        pub fn new(inner: T) -> Self {
+            Self::from_arc(Arc::new(inner))
+        }
+        pub fn from_arc(inner: Arc<T>) -> Self {
+            Self {
+                inner,
+                accept_compression_encodings: Default::default(),
+                send_compression_encodings: Default::default(),
+                max_decoding_message_size: None,
+                max_encoding_message_size: None,
+            }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> InterceptedService<Self, F>
+        where
+            F: tonic::service::Interceptor,
+        {
+            InterceptedService::new(Self::new(inner), interceptor)
+        }
+        /// Enable decompressing requests with the given encoding.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.accept_compression_encodings.enable(encoding);
+            self
+        }
+        /// Compress responses with the given encoding, if the client supports it.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.send_compression_encodings.enable(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.max_decoding_message_size = Some(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.max_encoding_message_size = Some(limit);
+            self
+        }
+    }
+    impl<T, B> tonic::codegen::Service<http::Request<B>> for StandaloneServer<T>
+    where
+        T: Standalone,
+        B: Body + std::marker::Send + 'static,
+        B::Error: Into<StdError> + std::marker::Send + 'static,
+    {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = std::convert::Infallible;
+        type Future = BoxFuture<Self::Response, Self::Error>;
+        fn poll_ready(
+            &mut self,
+            _cx: &mut Context<'_>,
+        ) -> Poll<std::result::Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, req: http::Request<B>) -> Self::Future {
+            match req.uri().path() {
+                "/headroom.v1.Standalone/ApplyManifest" => {
+                    #[allow(non_camel_case_types)]
+                    struct ApplyManifestSvc<T: Standalone>(pub Arc<T>);
+                    impl<
+                        T: Standalone,
+                    > tonic::server::UnaryService<super::ApplyManifestRequest>
+                    for ApplyManifestSvc<T> {
+                        type Response = super::ApplyManifestResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ApplyManifestRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Standalone>::apply_manifest(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ApplyManifestSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/headroom.v1.Standalone/Resize" => {
+                    #[allow(non_camel_case_types)]
+                    struct ResizeSvc<T: Standalone>(pub Arc<T>);
+                    impl<
+                        T: Standalone,
+                    > tonic::server::UnaryService<super::ResizePodRequest>
+                    for ResizeSvc<T> {
+                        type Response = super::ResizePodResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ResizePodRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Standalone>::resize(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ResizeSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/headroom.v1.Standalone/GetPods" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetPodsSvc<T: Standalone>(pub Arc<T>);
+                    impl<
+                        T: Standalone,
+                    > tonic::server::UnaryService<super::GetPodsRequest>
+                    for GetPodsSvc<T> {
+                        type Response = super::GetPodsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::GetPodsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Standalone>::get_pods(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetPodsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/headroom.v1.Standalone/ListEvents" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListEventsSvc<T: Standalone>(pub Arc<T>);
+                    impl<
+                        T: Standalone,
+                    > tonic::server::UnaryService<super::ListEventsRequest>
+                    for ListEventsSvc<T> {
+                        type Response = super::ListEventsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListEventsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Standalone>::list_events(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListEventsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/headroom.v1.Standalone/Explain" => {
+                    #[allow(non_camel_case_types)]
+                    struct ExplainSvc<T: Standalone>(pub Arc<T>);
+                    impl<
+                        T: Standalone,
+                    > tonic::server::UnaryService<super::ExplainRequest>
+                    for ExplainSvc<T> {
+                        type Response = super::ExplainResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ExplainRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Standalone>::explain(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ExplainSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                _ => {
+                    Box::pin(async move {
+                        let mut response = http::Response::new(
+                            tonic::body::Body::default(),
+                        );
+                        let headers = response.headers_mut();
+                        headers
+                            .insert(
+                                tonic::Status::GRPC_STATUS,
+                                (tonic::Code::Unimplemented as i32).into(),
+                            );
+                        headers
+                            .insert(
+                                http::header::CONTENT_TYPE,
+                                tonic::metadata::GRPC_CONTENT_TYPE,
+                            );
+                        Ok(response)
+                    })
+                }
+            }
+        }
+    }
+    impl<T> Clone for StandaloneServer<T> {
+        fn clone(&self) -> Self {
+            let inner = self.inner.clone();
+            Self {
+                inner,
+                accept_compression_encodings: self.accept_compression_encodings,
+                send_compression_encodings: self.send_compression_encodings,
+                max_decoding_message_size: self.max_decoding_message_size,
+                max_encoding_message_size: self.max_encoding_message_size,
+            }
+        }
+    }
+    /// Generated gRPC service name
+    pub const SERVICE_NAME: &str = "headroom.v1.Standalone";
+    impl<T> tonic::server::NamedService for StandaloneServer<T> {
+        const NAME: &'static str = SERVICE_NAME;
+    }
+}

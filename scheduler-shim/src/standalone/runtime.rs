@@ -1,0 +1,223 @@
+//! What a running Pod is on this machine: its cgroups (`headroom_actuator::PodCgroups`, values
+//! converted from the Pod's resources as the kubelet converts them) and one real process per
+//! container. The image is ignored: every container runs `sleep infinity`, which exits on SIGTERM
+//! like a well-behaved workload.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use headroom_actuator::cgroup::CgroupError;
+use headroom_actuator::convert::pod_values;
+use headroom_actuator::{ConversionConfig, KubeResources, PodCgroups, Roots};
+use headroom_node_model::{QuantityError, parse_cpu_millis, parse_memory_bytes};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use thiserror::Error;
+
+/// The command every container runs.
+pub const CONTAINER_COMMAND: [&str; 2] = ["sleep", "infinity"];
+
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    #[error("pod {pod}: container {container}: {resource} {value:?}: {source}")]
+    Quantity {
+        pod: String,
+        container: String,
+        resource: &'static str,
+        value: String,
+        source: QuantityError,
+    },
+    #[error("pod {pod}: cgroups: {source}")]
+    Cgroup { pod: String, source: CgroupError },
+    #[error("pod {pod}: container {container}: starting `{}`: {source}", CONTAINER_COMMAND.join(" "))]
+    Spawn {
+        pod: String,
+        container: String,
+        source: std::io::Error,
+    },
+}
+
+/// A Pod's cgroups and processes.
+#[derive(Debug)]
+pub struct PodRuntime {
+    cgroups: PodCgroups,
+    /// (container, process), in spec order.
+    processes: Vec<(String, Child)>,
+}
+
+/// A container's resources as the actuator takes them.
+pub fn kube_resources(pod: &str, container: &Container) -> Result<KubeResources, RuntimeError> {
+    let resources = container.resources.as_ref();
+    let get = |map: Option<&std::collections::BTreeMap<String, _>>, name: &str| {
+        map.and_then(|m| m.get(name))
+            .map(|q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| q.0.clone())
+    };
+    let requests = resources.and_then(|r| r.requests.as_ref());
+    let limits = resources.and_then(|r| r.limits.as_ref());
+    let parse = |resource: &'static str, value: String, f: fn(&str) -> Result<i64, QuantityError>| {
+        let parsed = f(&value).map_err(|source| RuntimeError::Quantity {
+            pod: pod.to_string(),
+            container: container.name.clone(),
+            resource,
+            value: value.clone(),
+            source,
+        })?;
+        // Negative quantities are refused by the parser's callers in the API server; clamp here.
+        Ok::<u64, RuntimeError>(u64::try_from(parsed).unwrap_or(0))
+    };
+    // A request left out but with a limit is the limit (API server defaulting).
+    let cpu_request = get(requests, "cpu").or_else(|| get(limits, "cpu"));
+    Ok(KubeResources {
+        cpu_request_milli: match cpu_request {
+            Some(v) => parse("cpu", v, parse_cpu_millis)?,
+            None => 0,
+        },
+        cpu_limit_milli: get(limits, "cpu")
+            .map(|v| parse("cpu", v, parse_cpu_millis))
+            .transpose()?,
+        memory_limit_bytes: get(limits, "memory")
+            .map(|v| parse("memory", v, parse_memory_bytes))
+            .transpose()?,
+    })
+}
+
+/// Every container's resources, in spec order.
+pub fn pod_resources(pod: &Pod) -> Result<Vec<(String, KubeResources)>, RuntimeError> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| Ok((c.name.clone(), kube_resources(name, c)?)))
+        .collect()
+}
+
+impl PodRuntime {
+    /// Creates the Pod's cgroups with its initial values and starts one process per container.
+    /// On failure, whatever was started or created is stopped and removed again.
+    pub fn start(roots: &Roots, pod: &Pod, uid: &str) -> Result<Self, RuntimeError> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let containers = pod_resources(pod)?;
+        let names: Vec<&str> = containers.iter().map(|(n, _)| n.as_str()).collect();
+        let initial = pod_values(&containers, None, roots.version(), &ConversionConfig::default());
+        let cgroup_err = |source| RuntimeError::Cgroup {
+            pod: name.clone(),
+            source,
+        };
+        let cgroups = PodCgroups::create(roots, uid, &names, Some(&initial)).map_err(cgroup_err)?;
+        let mut this = Self {
+            cgroups,
+            processes: Vec::new(),
+        };
+        for container in &names {
+            let spawned = Command::new(CONTAINER_COMMAND[0])
+                .args(&CONTAINER_COMMAND[1..])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            let child = match spawned {
+                Ok(child) => child,
+                Err(source) => {
+                    this.kill_now();
+                    return Err(RuntimeError::Spawn {
+                        pod: name,
+                        container: (*container).to_string(),
+                        source,
+                    });
+                }
+            };
+            let pid = child.id();
+            this.processes.push(((*container).to_string(), child));
+            if let Err(source) = this.cgroups.add_process(container, pid) {
+                this.kill_now();
+                return Err(cgroup_err(source));
+            }
+        }
+        Ok(this)
+    }
+
+    pub fn cgroups(&self) -> &PodCgroups {
+        &self.cgroups
+    }
+
+    /// Pids of the containers' processes that have not been reaped.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.iter().map(|(_, c)| c.id()).collect()
+    }
+
+    /// Container names, in spec order.
+    pub fn containers(&self) -> Vec<String> {
+        self.processes.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn signal_all(&mut self, signal: Signal) {
+        for (_, child) in &mut self.processes {
+            if matches!(child.try_wait(), Ok(None)) {
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    // ESRCH means it exited in between: fine.
+                    let _ = kill(Pid::from_raw(pid), signal);
+                }
+            }
+        }
+    }
+
+    fn all_exited(&mut self) -> bool {
+        self.processes
+            .iter_mut()
+            .all(|(_, c)| !matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// The kubelet's graceful stop: SIGTERM, SIGKILL after `grace`, then the cgroups are removed.
+    pub async fn terminate(mut self, grace: Duration) -> Result<(), RuntimeError> {
+        self.signal_all(Signal::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while !self.all_exited() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        if !self.all_exited() {
+            self.signal_all(Signal::SIGKILL);
+            while !self.all_exited() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let name = self.cgroups.uid().to_string();
+        let result = self.cgroups.remove();
+        self.processes.clear();
+        result.map_err(|source| RuntimeError::Cgroup { pod: name, source })
+    }
+
+    /// SIGKILL and reap everything, remove the cgroups (cleanup on error or Ctrl-C; blocking).
+    pub fn kill_now(&mut self) {
+        self.signal_all(Signal::SIGKILL);
+        for (_, child) in &mut self.processes {
+            let _ = child.wait();
+        }
+        self.processes.clear();
+        if let Err(e) = self.cgroups.remove() {
+            tracing::warn!(pod_uid = self.cgroups.uid(), error = %e, "cgroup cleanup failed");
+        }
+    }
+}
+
+impl Drop for PodRuntime {
+    /// A Pod dropped without `terminate` (error paths, panics) must not leave processes or
+    /// cgroups behind.
+    fn drop(&mut self) {
+        if !self.processes.is_empty() {
+            self.kill_now();
+        }
+    }
+}
+
+/// Removes the Pod cgroup roots if they are empty (the standalone root is shared with nobody
+/// else unless another standalone node runs; a non-empty root is left alone).
+pub fn remove_roots(roots: &Roots) {
+    for dir in roots.dirs().paths() {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::info!(root = %dir.display(), error = %e, "pod cgroup root left in place"),
+        }
+    }
+}
