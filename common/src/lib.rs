@@ -50,10 +50,14 @@ impl CgroupKey {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CgroupStats {
-    /// Times a task of this cgroup was switched out because its CFS bandwidth ran out
-    /// while the cgroup was not already throttled on that CPU.
+    /// Throttle episodes: a task of this cgroup was switched out because the cgroup's CFS
+    /// bandwidth ran out while no episode of the cgroup was open. With one episode per period
+    /// (quota ≥ the 5 ms bandwidth slice) this equals `cpu.stat` `nr_throttled`.
     pub throttle_episodes: u64,
-    /// Nanoseconds from a throttled switch-out to the next switch-in of the cgroup on that CPU.
+    /// Nanoseconds from the throttled switch-out that opened an episode to the switch-in (or
+    /// exit) of a throttled task of the cgroup that closed it, on whichever CPU. For a cgroup
+    /// throttled on one CPU at a time this equals `cpu.stat` `throttled_time`; the kernel sums
+    /// over CPUs where this counts wall time.
     pub throttled_ns: u64,
     /// Run-queue latency (wakeup or preemption to switch-in), log2 buckets of nanoseconds.
     pub runq_hist: [u64; RUNQ_HIST_BUCKETS],

@@ -56,14 +56,18 @@ static CGROUP_STATS: PerCpuHashMap<CgroupKey, CgroupStats> = PerCpuHashMap::with
 #[map]
 static ZERO_STATS: PerCpuArray<CgroupStats> = PerCpuArray::with_max_entries(1, 0);
 
-/// Per CPU: when a cgroup's throttled episode began on this CPU (absent when not throttled).
+/// When a cgroup's current throttle episode began (absent when it is not throttled).
+///
+/// Node-wide, not per CPU: a throttled task is often unthrottled and run on another CPU than
+/// the one it was throttled on, and a per-CPU episode would then stay open (and swallow the
+/// next episodes) on the old one. `BPF_NOEXIST` inserts and deletes decide races between
+/// CPUs: only the CPU whose insert (delete) succeeds opens (closes) the episode.
 #[map]
-static THROTTLED_SINCE: PerCpuHashMap<CgroupKey, u64> = PerCpuHashMap::with_max_entries(MAX_CGROUPS, 0);
+static THROTTLED_SINCE: HashMap<CgroupKey, u64> = HashMap::with_max_entries(MAX_CGROUPS, 0);
 
-/// Per CPU: number of entries in [`THROTTLED_SINCE`] for this CPU, so switch-ins skip the
-/// lookup when nothing is throttled (the common case).
-#[map]
-static OPEN_THROTTLES: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+/// Marks a [`RUNNABLE_SINCE`] slot of a task switched out throttled: its next switch-in
+/// closes the cgroup's episode instead of sampling run-queue latency.
+const THROTTLED_MARK: u64 = 1 << 63;
 
 /// Thread id → when it became runnable (wakeup, or preempted while running); 0 once it ran.
 ///
@@ -232,17 +236,17 @@ fn on_switch_out(config: &ProbeConfig, prev: *const u8, prev_state: u32, now: u6
     }
     if switched_out_throttled(config, prev) {
         let Ok(key) = task_cgroup(config, prev, Controller::Cpu) else { return };
-        if THROTTLED_SINCE.get_ptr(&key).is_none() && THROTTLED_SINCE.insert(&key, &now, 0).is_ok() {
-            if let Some(open) = OPEN_THROTTLES.get_ptr_mut(0) {
-                // SAFETY: per-CPU slot.
-                unsafe { *open += 1 };
-            }
+        if THROTTLED_SINCE.get_ptr(&key).is_none()
+            && THROTTLED_SINCE.insert(&key, &now, u64::from(BPF_NOEXIST)).is_ok()
+        {
             if let Some(stats) = stats_for(&key) {
                 // SAFETY: per-CPU value of this CPU.
                 unsafe { (*stats).throttle_episodes += 1 };
             }
         }
-        // A throttled task is not runnable: it waits for quota, not for a CPU.
+        // A throttled task is not runnable: it waits for quota, not for a CPU. Its next
+        // switch-in ends the episode.
+        set_runnable(pid, now | THROTTLED_MARK);
         return;
     }
     if prev_state == TASK_RUNNING {
@@ -265,29 +269,24 @@ fn on_switch_in(config: &ProbeConfig, next: *const u8, now: u64) {
         *p = 0;
         (since != 0).then_some(since)
     });
-    // SAFETY: per-CPU slot.
-    let open_throttles = OPEN_THROTTLES.get_ptr(0).map(|p| unsafe { *p }).unwrap_or(0);
-    if queued_since.is_none() && open_throttles == 0 {
-        return;
-    }
+    let Some(queued_since) = queued_since else { return };
     let Ok(key) = task_cgroup(config, next, Controller::Cpu) else { return };
-    if open_throttles > 0 {
+    if queued_since & THROTTLED_MARK != 0 {
         // SAFETY: the value is copied out at once.
         if let Some(since) = THROTTLED_SINCE.get_ptr(&key).map(|p| unsafe { *p }) {
+            // Several throttled tasks of the cgroup may come back: the first one to delete
+            // the entry closes the episode.
             if THROTTLED_SINCE.remove(&key).is_ok() {
-                if let Some(open) = OPEN_THROTTLES.get_ptr_mut(0) {
-                    // SAFETY: per-CPU slot.
-                    unsafe { *open = (*open).saturating_sub(1) };
+                if let Some(stats) = stats_for(&key) {
+                    // SAFETY: per-CPU value of this CPU.
+                    unsafe { (*stats).throttled_ns += now.saturating_sub(since) };
                 }
             }
-            if let Some(stats) = stats_for(&key) {
-                // SAFETY: per-CPU value of this CPU.
-                unsafe { (*stats).throttled_ns += now.saturating_sub(since) };
-            }
         }
+        return;
     }
-    if let Some(since) = queued_since {
-        let waited = now.saturating_sub(since);
+    {
+        let waited = now.saturating_sub(queued_since);
         if let Some(stats) = stats_for(&key) {
             let bucket = log2_bucket(waited);
             // SAFETY: per-CPU value of this CPU; bucket < RUNQ_HIST_BUCKETS.
@@ -338,8 +337,24 @@ pub fn sched_process_exit(ctx: BtfTracePointContext) -> i32 {
         return 0;
     }
     let task: *const u8 = ctx.arg(0);
-    if let Ok(pid) = read::<u32>(task, config.task_pid) {
-        let _ = RUNNABLE_SINCE.remove(&pid);
+    let Ok(pid) = read::<u32>(task, config.task_pid) else { return 0 };
+    // SAFETY: the value is copied out at once.
+    let slot = RUNNABLE_SINCE.get_ptr(&pid).map(|p| unsafe { *p });
+    let _ = RUNNABLE_SINCE.remove(&pid);
+    // A task that dies while throttled never switches in again: end its cgroup's episode
+    // here, or it would stay open and swallow the next ones.
+    if slot.is_some_and(|since| since & THROTTLED_MARK != 0) {
+        if let Ok(key) = task_cgroup(&config, task, Controller::Cpu) {
+            // SAFETY: the value is copied out at once.
+            if let Some(since) = THROTTLED_SINCE.get_ptr(&key).map(|p| unsafe { *p }) {
+                if THROTTLED_SINCE.remove(&key).is_ok() {
+                    if let Some(stats) = stats_for(&key) {
+                        // SAFETY: plain helper call; per-CPU value of this CPU.
+                        unsafe { (*stats).throttled_ns += bpf_ktime_get_ns().saturating_sub(since) };
+                    }
+                }
+            }
+        }
     }
     0
 }

@@ -56,15 +56,15 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     let root = workspace_root();
     match cli.task {
-        Task::Setup => setup::run(),
+        Task::Setup => setup::install_missing(),
         Task::BuildEbpf => build_ebpf(&root).map(drop),
         Task::Build => {
-            setup::run()?;
+            setup::install_missing()?;
             build_ebpf(&root)?;
             cargo(&root, &["build", "--release", "--workspace", "--bins"])
         }
         Task::Demo { args } => {
-            setup::run()?;
+            setup::install_missing()?;
             build_ebpf(&root)?;
             cargo(&root, &["build", "--release", "--workspace", "--bins"])?;
             let mut demo = Command::new(root.join("target/release/headroom-shim"));
@@ -73,7 +73,7 @@ fn main() -> Result<()> {
         }
         Task::Test { no_lint, no_bench } => test(&root, no_lint, no_bench),
         Task::Bench { names, quick } => {
-            setup::run()?;
+            setup::install_missing()?;
             build_ebpf(&root)?;
             bench(&root, &names, quick)
         }
@@ -96,7 +96,7 @@ fn is_root() -> bool {
 }
 
 fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
-    setup::run()?;
+    setup::install_missing()?;
     build_ebpf(root)?;
     if !no_lint {
         progress("lint: cargo fmt --check");

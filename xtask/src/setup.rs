@@ -21,7 +21,7 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
 /// bpf-linker version known to build against rustc 1.95's LLVM 22.
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
-pub(crate) fn run_all() -> Result<()> {
+pub(crate) fn install_missing() -> Result<()> {
     rust_src()?;
     bpf_linker()?;
     debian_packages()?;
@@ -29,7 +29,6 @@ pub(crate) fn run_all() -> Result<()> {
     Ok(())
 }
 
-pub(crate) use run_all as run;
 
 fn cargo_home() -> PathBuf {
     env::var_os("CARGO_HOME").map_or_else(
