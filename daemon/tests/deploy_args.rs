@@ -1,0 +1,55 @@
+//! The DaemonSet runs `headroomd` with flags written in YAML; this checks the binary accepts
+//! exactly those flags (a renamed flag would otherwise surface only as a crash loop on nodes).
+#![allow(clippy::unwrap_used)]
+
+use std::process::Command;
+
+const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
+
+fn container_args(manifest: &str, container: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(format!("{}/../{manifest}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let daemonset: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let containers = daemonset["spec"]["template"]["spec"]["containers"]
+        .as_sequence()
+        .unwrap();
+    let found = containers
+        .iter()
+        .find(|c| c["name"].as_str() == Some(container))
+        .unwrap();
+    found["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().replace("$(NODE_NAME)", "node-a"))
+        .collect()
+}
+
+#[test]
+fn daemonset_flags_are_accepted_by_headroomd() {
+    let args = container_args("deploy/kubernetes/daemonset.yaml", "headroomd");
+    assert_eq!(args.first().map(String::as_str), Some("serve"));
+    let output = Command::new(HEADROOMD)
+        .args(&args)
+        .arg("--check-config")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "headroomd {args:?} --check-config failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        printed.contains("node-a"),
+        "the node name from the downward API is used:\n{printed}"
+    );
+}
+
+#[test]
+fn a_misspelt_flag_is_refused() {
+    let output = Command::new(HEADROOMD)
+        .args(["serve", "--metrics-adress=0.0.0.0:1", "--check-config"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+}
