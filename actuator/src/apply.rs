@@ -383,16 +383,21 @@ impl Actuator {
         }
 
         // 3. Intent record, durable before the first write.
+        let index = |t: Target| match t {
+            Target::Pod => 0,
+            Target::Container(i) => i + 1,
+        };
         let record = IntentRecord::new(
             pod_uid,
+            std::iter::once(pod.pod.cg.dirs())
+                .chain(pod.containers.iter().map(|(_, s)| s.cg.dirs()))
+                .collect(),
             plan.writes
                 .iter()
-                .filter_map(|w| {
-                    pod.slot(w.target).map(|s| IntentWrite {
-                        cgroup: s.cg.dirs(),
-                        previous: w.previous,
-                        next: w.next,
-                    })
+                .map(|w| IntentWrite {
+                    cgroup: index(w.target),
+                    previous: w.previous,
+                    next: w.next,
                 })
                 .collect(),
         );
@@ -570,13 +575,21 @@ impl Actuator {
 
     fn recover_one(&mut self, record: &IntentRecord) -> Result<Recovery, ActuateError> {
         let pod_uid = record.pod_uid.clone();
+        let mut writes = Vec::with_capacity(record.writes.len());
         for w in &record.writes {
-            self.cfg.roots.check(&w.cgroup)?;
+            let Some(dirs) = record.cgroup_of(w) else {
+                return Ok(Recovery::Discarded {
+                    pod_uid,
+                    reason: "inconsistent record".into(),
+                });
+            };
+            self.cfg.roots.check(dirs)?;
+            writes.push((dirs, w));
         }
         if record
-            .writes
+            .cgroups
             .iter()
-            .any(|w| w.cgroup.paths().iter().any(|p| !p.exists()))
+            .any(|d| d.paths().iter().any(|p| !p.exists()))
         {
             return Ok(Recovery::Discarded {
                 pod_uid,
@@ -588,8 +601,8 @@ impl Actuator {
         let restore = |cgs: &mut HashMap<CgroupDirs, AnyCgroup>,
                        cg: &mut dyn FnMut(&CgroupDirs) -> AnyCgroup| {
             let mut first_err = None;
-            for w in record.writes.iter().rev() {
-                let h = cgs.entry(w.cgroup.clone()).or_insert_with(|| cg(&w.cgroup));
+            for (dirs, w) in writes.iter().rev() {
+                let h = cgs.entry((*dirs).clone()).or_insert_with(|| cg(dirs));
                 if let Err(e) = h.write(&w.previous) {
                     first_err.get_or_insert(e);
                 }
@@ -610,8 +623,8 @@ impl Actuator {
         }
         // Complete: same safety check as a fresh resize, then the writes in their order.
         let mut failure = None;
-        for w in &record.writes {
-            let h = cgs.entry(w.cgroup.clone()).or_insert_with(|| cg(&w.cgroup));
+        for (dirs, w) in &writes {
+            let h = cgs.entry((*dirs).clone()).or_insert_with(|| cg(dirs));
             if let (
                 Setting::MemoryMax(prev),
                 Setting::MemoryMax(next @ crate::values::MemoryMax::Bytes(limit)),
@@ -634,8 +647,8 @@ impl Actuator {
             }
         }
         if failure.is_none() {
-            for w in &record.writes {
-                let h = cgs.entry(w.cgroup.clone()).or_insert_with(|| cg(&w.cgroup));
+            for (dirs, w) in &writes {
+                let h = cgs.entry((*dirs).clone()).or_insert_with(|| cg(dirs));
                 if let Err(e) = h.write(&w.next) {
                     failure = Some(e.to_string());
                     break;

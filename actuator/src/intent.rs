@@ -44,7 +44,8 @@ pub enum IntentError {
 /// One planned write, with the value to restore.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IntentWrite {
-    pub cgroup: CgroupDirs,
+    /// Index into [`IntentRecord::cgroups`].
+    pub cgroup: usize,
     pub previous: Setting,
     pub next: Setting,
 }
@@ -54,18 +55,29 @@ pub struct IntentWrite {
 pub struct IntentRecord {
     pub format: u32,
     pub pod_uid: String,
+    /// The Pod's cgroups, listed once (the writes refer to them by index: a smaller record).
+    pub cgroups: Vec<CgroupDirs>,
     pub writes: Vec<IntentWrite>,
 }
 
 impl IntentRecord {
-    pub fn new(pod_uid: &str, writes: Vec<IntentWrite>) -> Self {
+    pub fn new(pod_uid: &str, cgroups: Vec<CgroupDirs>, writes: Vec<IntentWrite>) -> Self {
         Self {
             format: FORMAT,
             pod_uid: pod_uid.to_owned(),
+            cgroups,
             writes,
         }
     }
+
+    /// The cgroup a write addresses; `None` if the record is inconsistent.
+    pub fn cgroup_of(&self, w: &IntentWrite) -> Option<&CgroupDirs> {
+        self.cgroups.get(w.cgroup)
+    }
 }
+
+/// A record found on disk: the Pod uid, and the record or why it cannot be used.
+pub type Pending = (String, Result<IntentRecord, IntentError>);
 
 /// The directory of intent records, with one open file per Pod.
 #[derive(Debug)]
@@ -73,6 +85,8 @@ pub struct IntentLog {
     dir: PathBuf,
     dir_handle: File,
     files: HashMap<String, File>,
+    /// Pods whose record file is known to be empty (cleared by us): `begin` needs no truncate.
+    empty: std::collections::HashSet<String>,
     /// `fdatasync` each record (default true).
     sync: bool,
 }
@@ -91,6 +105,7 @@ impl IntentLog {
             dir: dir.to_path_buf(),
             dir_handle,
             files: HashMap::new(),
+            empty: Default::default(),
             sync: true,
         })
     }
@@ -139,35 +154,53 @@ impl IntentLog {
 
     /// Writes (and syncs) the record; returns once it is durable.
     pub fn begin(&mut self, record: &IntentRecord) -> Result<(), IntentError> {
-        let path = self.path_for(&record.pod_uid)?;
+        let uid = record.pod_uid.as_str();
         let bytes = serde_json::to_vec(record).map_err(|e| IntentError::Write {
-            path: path.clone(),
+            path: self.dir.join(uid),
             source: io::Error::other(e),
         })?;
         let sync = self.sync;
-        let file = self.file(&record.pod_uid)?;
+        // After our own `clear` the file is empty, so the record needs no truncation behind it.
+        let truncate = !self.empty.remove(uid);
+        let file = self.file(uid)?;
         let result = file
             .write_all_at(&bytes, 0)
-            .and_then(|()| file.set_len(bytes.len() as u64))
+            .and_then(|()| {
+                if truncate {
+                    file.set_len(bytes.len() as u64)
+                } else {
+                    Ok(())
+                }
+            })
             .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
-        result.map_err(|source| IntentError::Write { path, source })
+        result.map_err(|source| IntentError::Write {
+            path: self.dir.join(uid),
+            source,
+        })
     }
 
     /// Marks the Pod as having nothing in flight (empties its record).
     pub fn clear(&mut self, pod_uid: &str) -> Result<(), IntentError> {
-        let path = self.path_for(pod_uid)?;
         let sync = self.sync;
         let file = self.file(pod_uid)?;
         let result = file
             .set_len(0)
             .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
-        result.map_err(|source| IntentError::Write { path, source })
+        result.map_err(|source| IntentError::Write {
+            path: self.dir.join(pod_uid),
+            source,
+        })?;
+        if !self.empty.contains(pod_uid) {
+            self.empty.insert(pod_uid.to_owned());
+        }
+        Ok(())
     }
 
     /// Removes the Pod's record file (Pod gone, or recovery done).
     pub fn remove(&mut self, pod_uid: &str) -> Result<(), IntentError> {
         let path = self.path_for(pod_uid)?;
         self.files.remove(pod_uid);
+        self.empty.remove(pod_uid);
         remove_file(&path)?;
         self.dir_handle
             .sync_all()
@@ -175,7 +208,7 @@ impl IntentLog {
     }
 
     /// Every non-empty record in the directory: `(pod uid, record or why it cannot be used)`.
-    pub fn pending(&self) -> Result<Vec<(String, Result<IntentRecord, IntentError>)>, IntentError> {
+    pub fn pending(&self) -> Result<Vec<Pending>, IntentError> {
         let entries = std::fs::read_dir(&self.dir).map_err(|source| IntentError::Read {
             path: self.dir.clone(),
             source,
@@ -207,7 +240,10 @@ impl IntentLog {
                     reason: e.to_string(),
                 })
                 .and_then(|r| {
-                    if r.format != FORMAT || r.pod_uid != uid {
+                    if r.format != FORMAT
+                        || r.pod_uid != uid
+                        || r.writes.iter().any(|w| w.cgroup >= r.cgroups.len())
+                    {
                         Err(IntentError::Corrupt {
                             path,
                             reason: format!("format {} for pod {}", r.format, r.pod_uid),
@@ -242,10 +278,11 @@ mod tests {
     fn record(uid: &str) -> IntentRecord {
         IntentRecord::new(
             uid,
+            vec![CgroupDirs::V2 {
+                dir: "/r/podu/c".into(),
+            }],
             vec![IntentWrite {
-                cgroup: CgroupDirs::V2 {
-                    dir: "/r/podu/c".into(),
-                },
+                cgroup: 0,
                 previous: Setting::MemoryMax(MemoryMax::Max),
                 next: Setting::MemoryMax(MemoryMax::Bytes(4096)),
             }],
@@ -258,7 +295,7 @@ mod tests {
         let mut log = IntentLog::open(tmp.path()).expect("open");
         log.begin(&record("u1")).expect("begin");
         log.begin(&record("u2")).expect("begin");
-        log.clear(&"u2".to_owned()).expect("clear");
+        log.clear("u2").expect("clear");
         let pending = log.pending().expect("pending");
         assert_eq!(pending.len(), 1);
         assert_eq!(pending[0].0, "u1");

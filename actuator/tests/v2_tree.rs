@@ -377,7 +377,7 @@ fn intent_record_pointing_outside_the_roots_is_refused() {
     let t = tree();
     std::fs::create_dir_all(&t.intents).unwrap();
     let record = format!(
-        r#"{{"format":1,"pod_uid":"{UID}","writes":[{{"cgroup":{{"V2":{{"dir":"/etc"}}}},"previous":{{"MemoryMax":"Max"}},"next":{{"MemoryMax":{{"Bytes":4096}}}}}}]}}"#
+        r#"{{"format":1,"pod_uid":"{UID}","cgroups":[{{"V2":{{"dir":"/etc"}}}}],"writes":[{{"cgroup":0,"previous":{{"MemoryMax":"Max"}},"next":{{"MemoryMax":{{"Bytes":4096}}}}}}]}}"#
     );
     std::fs::write(t.intents.join(format!("{UID}.intent")), record).unwrap();
     let mut a = actuator(&t, RecoveryPolicy::Complete);

@@ -278,7 +278,9 @@ impl CgFile {
                 Ok(0) => break,
                 Ok(n) => {
                     len += n;
-                    if len == buf.len() {
+                    // A short read is the whole value: cgroupfs (seq_file) fills the buffer up
+                    // to the end of the file in one read. Saves the read(2) that returns 0.
+                    if len == buf.len() || n < buf.len() - (len - n) {
                         break;
                     }
                 }

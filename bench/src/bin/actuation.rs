@@ -375,11 +375,20 @@ fn runc_peer(scratch_name: &str, n: usize) -> Result<Histogram<u64>> {
         scratch_name: scratch_name.to_owned(),
         _bundle: bundle,
     };
-    run(Command::new("runc")
+    // Detached: the container inherits runc's stdio, so no pipes (`output()` would wait for
+    // the container to close them, i.e. forever).
+    let status = Command::new("runc")
         .args(["run", "-d", "--bundle"])
         .arg(container._bundle.path())
         .arg(&id)
-        .stdin(Stdio::null()))?;
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("start runc run")?;
+    if !status.success() {
+        bail!("runc run -d {id} failed: {status}");
+    }
     let updates = [
         ("200000", (384 * MIB).to_string()),
         ("100000", (256 * MIB).to_string()),
