@@ -1,5 +1,7 @@
 //! `headroom-shim` command line.
 
+mod standalone;
+
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -44,6 +46,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the standalone node: headroomd in-process, Pods as real cgroups and processes, the shim
+    /// loop and the control API that `headroomctl resize|events|get pods|explain` talks to.
+    Standalone {
+        /// Kubernetes YAML to apply at start (PriorityClass, Pod).
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// The control API's Unix socket.
+        #[arg(long, default_value = "/run/headroom/shim.sock")]
+        socket: PathBuf,
+        #[command(flatten)]
+        node: standalone::NodeArgs,
+    },
+    /// The seed's tutorial end to end on this machine (needs root): an 8-CPU node,
+    /// low-priority-pod (3 CPU) and high-priority-pod (4 CPU), resize to 6 CPU, preemption.
+    Demo {
+        /// Also serve the control API here while the demo runs.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[command(flatten)]
+        node: standalone::NodeArgs,
+    },
 }
 
 #[derive(Serialize)]
@@ -63,6 +86,12 @@ struct PlanOutput<'a> {
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Standalone {
+            manifest,
+            socket,
+            node,
+        } => standalone::standalone(manifest, socket, &node),
+        Command::Demo { socket, node } => standalone::demo(socket, &node),
         Command::Plan {
             cluster,
             resize,

@@ -7,12 +7,13 @@
 //! - `cli` (in the binary): the command line; `main.rs` only calls it.
 //! - [`explain`]: a decision in sentences.
 //!
-//! Backends (standalone, Kubernetes) will live in `standalone/` and `kube/`.
+//! Backends: [`standalone`] (this machine is the node; the default) and [`kube`].
 
 pub mod cluster_file;
 pub mod decide;
 pub mod explain;
 pub mod kube;
+pub mod standalone;
 
 pub use decide::{
     Decision, NodeInput, NodeState, Outcome, PdbInput, PodInput, PreemptionPolicy, ResizeRequest, Victim,

@@ -4,6 +4,11 @@
 //! - `watch`: stream snapshots as they change.
 //! - `pods [--json]`: per-Pod pressure.
 //! - `top`: live terminal view (ratatui) of node headroom and the most throttled / pressured Pods.
+//! - `resize`, `events`, `get pods`, `explain`: a running standalone shim, on `--shim-socket`
+//!   (see `shim.rs`).
+
+#[path = "headroomctl/shim.rs"]
+mod shim;
 
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
@@ -23,6 +28,9 @@ struct Cli {
     /// headroomd's Unix socket.
     #[arg(long, global = true, default_value = "/run/headroom/headroomd.sock")]
     socket: PathBuf,
+    /// The standalone shim's Unix socket (`resize`, `events`, `get pods`, `explain`).
+    #[arg(long, global = true, default_value = "/run/headroom/shim.sock")]
+    shim_socket: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -62,6 +70,8 @@ enum Command {
         #[arg(long, default_value_t = 15)]
         rows: usize,
     },
+    #[command(flatten)]
+    Shim(shim::ShimCommand),
 }
 
 fn fig(f: &Option<pb::Figure>) -> Option<f64> {
@@ -219,8 +229,13 @@ fn status(e: tonic::Status) -> anyhow::Error {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // The standalone shim's commands talk to the shim, not to headroomd.
+    let command = match cli.command {
+        Command::Shim(command) => return shim::run(&cli.shim_socket, command).await,
+        other => other,
+    };
     let mut c = client(&cli.socket).await?;
-    match cli.command {
+    match command {
         Command::Headroom { json } => {
             let s = c
                 .get_headroom(pb::GetHeadroomRequest { include_pods: false })
@@ -278,6 +293,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Top { rows } => top::run(c, rows).await?,
+        Command::Shim(_) => {} // returned above
     }
     Ok(())
 }

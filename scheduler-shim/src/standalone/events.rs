@@ -149,7 +149,12 @@ pub fn row(event: &Event, now: jiff::Timestamp) -> EventRow {
         reason: event.reason.clone().unwrap_or_default(),
         object: format!(
             "{}/{}",
-            event.involved_object.kind.as_deref().unwrap_or("Pod").to_lowercase(),
+            event
+                .involved_object
+                .kind
+                .as_deref()
+                .unwrap_or("Pod")
+                .to_lowercase(),
             event.involved_object.name.as_deref().unwrap_or_default()
         ),
         message: event.message.clone().unwrap_or_default(),
@@ -173,15 +178,36 @@ mod tests {
         let mut store = EventStore::default();
         let mut pod = Pod::default();
         pod.metadata.name = Some("p".into());
-        store.record(&pod, reasons::WARNING, reasons::RESIZE_DEFERRED, "m".into(), reasons::KUBELET);
-        store.record(&pod, reasons::WARNING, reasons::RESIZE_DEFERRED, "m".into(), reasons::KUBELET);
-        store.record(&pod, reasons::NORMAL, reasons::RESIZE_STARTED, "s".into(), reasons::KUBELET);
+        store.record(
+            &pod,
+            reasons::WARNING,
+            reasons::RESIZE_DEFERRED,
+            "m".into(),
+            reasons::KUBELET,
+        );
+        store.record(
+            &pod,
+            reasons::WARNING,
+            reasons::RESIZE_DEFERRED,
+            "m".into(),
+            reasons::KUBELET,
+        );
+        store.record(
+            &pod,
+            reasons::NORMAL,
+            reasons::RESIZE_STARTED,
+            "s".into(),
+            reasons::KUBELET,
+        );
         let events = store.list(Some("p"));
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].count, Some(2));
         assert!(store.list(Some("q")).is_empty());
         let text = table(&[row(&events[1], jiff::Timestamp::now())]);
-        assert!(text.starts_with("LAST SEEN   TYPE     REASON          OBJECT   MESSAGE\n"), "{text}");
+        assert!(
+            text.starts_with("LAST SEEN   TYPE     REASON          OBJECT   MESSAGE\n"),
+            "{text}"
+        );
         assert!(text.ends_with("Normal   ResizeStarted   pod/p    s"), "{text}");
     }
 }

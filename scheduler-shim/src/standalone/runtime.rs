@@ -153,11 +153,11 @@ impl PodRuntime {
 
     fn signal_all(&mut self, signal: Signal) {
         for (_, child) in &mut self.processes {
-            if matches!(child.try_wait(), Ok(None)) {
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    // ESRCH means it exited in between: fine.
-                    let _ = kill(Pid::from_raw(pid), signal);
-                }
+            if matches!(child.try_wait(), Ok(None))
+                && let Ok(pid) = i32::try_from(child.id())
+            {
+                // ESRCH means it exited in between: fine.
+                let _ = kill(Pid::from_raw(pid), signal);
             }
         }
     }

@@ -1,0 +1,193 @@
+//! Subcommands for a running standalone shim (`headroom-shim standalone`), over its control API
+//! (`headroom.v1.Standalone`) on `--shim-socket`: `resize`, `events`, `get pods`, `explain`.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use clap::Subcommand;
+use headroom_proto::v1::{self as pb, standalone_client::StandaloneClient};
+
+#[derive(Subcommand)]
+pub enum ShimCommand {
+    /// Resize a Pod in place, like `kubectl patch pod POD --subresource resize` (standalone shim).
+    Resize {
+        /// NAME or NAMESPACE/NAME.
+        pod: String,
+        /// New CPU request (and limit, where the container has one), e.g. 6 or 2500m.
+        #[arg(long)]
+        cpu: Option<String>,
+        /// New memory request (and limit, where the container has one), e.g. 2Gi.
+        #[arg(long)]
+        memory: Option<String>,
+        /// The container; needed when the Pod has more than one.
+        #[arg(long, short = 'c')]
+        container: Option<String>,
+    },
+    /// Events, like `kubectl get events` (standalone shim).
+    Events {
+        /// Only events about this Pod (`--field-selector involvedObject.name=POD`).
+        #[arg(long = "for", value_name = "POD")]
+        for_pod: Option<String>,
+    },
+    /// `get pods`: the Pods with their priority and allocated resources (standalone shim).
+    Get {
+        /// What to list: `pods`.
+        #[arg(value_parser = ["pods", "pod", "po"])]
+        what: String,
+    },
+    /// Why a Pod's resize is pending and what preemption would do (standalone shim).
+    Explain {
+        /// NAME or NAMESPACE/NAME.
+        pod: String,
+    },
+}
+
+fn status(e: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("headroom-shim: {:?}: {}", e.code(), e.message())
+}
+
+/// kubectl's `HumanDuration` for LAST SEEN ("5s", "3m2s", "2h").
+fn human(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..120 => format!("{s}s"),
+        120..600 if s % 60 != 0 => format!("{}m{}s", s / 60, s % 60),
+        120..10_800 => format!("{}m", s / 60),
+        _ => format!("{}h", s / 3600),
+    }
+}
+
+/// Columns padded to the widest cell, 3 spaces apart, the last one free.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let n = cells.len();
+        let mut out = String::new();
+        for (i, c) in cells.into_iter().enumerate() {
+            if i + 1 == n {
+                out.push_str(c);
+            } else {
+                out.push_str(&format!("{c:<w$}   ", w = widths[i]));
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let mut out = vec![line(header.to_vec())];
+    out.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
+    out.join("\n")
+}
+
+pub async fn run(socket: &Path, command: ShimCommand) -> anyhow::Result<()> {
+    let channel = headroomd::server::client::connect_uds(socket)
+        .await
+        .with_context(|| {
+            format!(
+                "connect to headroom-shim at {} (is `headroom-shim standalone` running? --shim-socket?)",
+                socket.display()
+            )
+        })?;
+    let mut c = StandaloneClient::new(channel);
+    match command {
+        ShimCommand::Resize {
+            pod,
+            cpu,
+            memory,
+            container,
+        } => {
+            anyhow::ensure!(cpu.is_some() || memory.is_some(), "give --cpu and/or --memory");
+            let r = c
+                .resize(pb::ResizePodRequest {
+                    pod: pod.clone(),
+                    cpu: cpu.unwrap_or_default(),
+                    memory: memory.unwrap_or_default(),
+                    container: container.unwrap_or_default(),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            let name = pod.rsplit('/').next().unwrap_or(&pod);
+            match r.status.as_str() {
+                "Completed" => println!("pod/{name} resized (generation {})", r.generation),
+                other => println!("pod/{name} patched; resize {other}: {}", r.message),
+            }
+        }
+        ShimCommand::Events { for_pod } => {
+            let name = for_pod.map(|p| p.rsplit('/').next().unwrap_or(&p).to_string());
+            let r = c
+                .list_events(pb::ListEventsRequest {
+                    involved_object_name: name.unwrap_or_default(),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            let now = r.now.map_or(0, |t| t.seconds);
+            let rows: Vec<Vec<String>> = r
+                .events
+                .into_iter()
+                .map(|e| {
+                    let last = e.last_timestamp.or(e.first_timestamp).map_or(now, |t| t.seconds);
+                    vec![human(now - last), e.r#type, e.reason, e.object, e.message]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("No resources found in default namespace.");
+            } else {
+                println!(
+                    "{}",
+                    table(&["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], &rows)
+                );
+            }
+        }
+        ShimCommand::Get { what: _ } => {
+            let r = c
+                .get_pods(pb::GetPodsRequest {})
+                .await
+                .map_err(status)?
+                .into_inner();
+            let rows: Vec<Vec<String>> = r
+                .pods
+                .into_iter()
+                .map(|p| {
+                    let status = match p.resize.as_str() {
+                        "" => p.phase,
+                        resize => format!("{} (resize {resize})", p.phase),
+                    };
+                    let memory = if p.memory_request == p.allocated_memory || p.allocated_memory.is_empty() {
+                        p.memory_request
+                    } else {
+                        format!("{} (allocated {})", p.memory_request, p.allocated_memory)
+                    };
+                    vec![
+                        p.name,
+                        p.priority.to_string(),
+                        p.cpu_request,
+                        p.allocated_cpu,
+                        memory,
+                        status,
+                    ]
+                })
+                .collect();
+            println!(
+                "{}",
+                table(
+                    &["NAME", "PRIORITY", "CPU REQ", "ALLOCATED CPU", "MEMORY", "STATUS"],
+                    &rows
+                )
+            );
+        }
+        ShimCommand::Explain { pod } => {
+            let r = c
+                .explain(pb::ExplainRequest { pod })
+                .await
+                .map_err(status)?
+                .into_inner();
+            println!("{}", r.text);
+        }
+    }
+    Ok(())
+}

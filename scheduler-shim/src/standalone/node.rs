@@ -1,0 +1,300 @@
+//! [`StandaloneNode`]: the store, the kubelet's resize handling and the link to headroomd behind
+//! one handle, shared by the shim loop, the control API and the demo.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use headroom_node_model::pod_requests_admitted;
+use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
+use headroomd::actuation::CgroupActuator;
+use headroomd::pipeline::{InMemoryPodSource, PodEntry, snapshot::PodRef};
+use tokio::sync::{Notify, OnceCell};
+use tonic::transport::Channel;
+use tracing::Instrument as _;
+
+use super::latency::{StepHistograms, StepLatencies};
+use super::resize::{self, ActuationPlan, Admission};
+use super::runtime::{self, pod_resources};
+use super::store::{Store, pod_key};
+use super::{NodeConfig, StandaloneError, verify};
+use crate::cluster_file::parse_cluster;
+
+/// What a resize request came to (the `Resize` RPC's answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResizeResult {
+    /// `Completed`, `Deferred`, `Infeasible` or `Error`.
+    pub status: &'static str,
+    pub message: String,
+    pub generation: i64,
+}
+
+/// Durations of the kubelet's part of a resize.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ActuationTimes {
+    pub actuation: Duration,
+    pub verified: Duration,
+}
+
+pub struct StandaloneNode {
+    pub config: NodeConfig,
+    store: Mutex<Store>,
+    pod_source: Arc<InMemoryPodSource>,
+    actuator: Arc<CgroupActuator>,
+    headroomd: OnceCell<Channel>,
+    /// Wakes the shim loop (a resize went Deferred, a Pod went away).
+    pub(crate) wake: Notify,
+    latencies: Mutex<(Vec<StepLatencies>, StepHistograms)>,
+}
+
+impl StandaloneNode {
+    pub fn new(
+        config: NodeConfig,
+        pod_source: Arc<InMemoryPodSource>,
+        actuator: Arc<CgroupActuator>,
+    ) -> Result<Self, StandaloneError> {
+        let histograms = StepHistograms::new().map_err(|e| StandaloneError::Invalid(e.to_string()))?;
+        Ok(Self {
+            config,
+            store: Mutex::new(Store::default()),
+            pod_source,
+            actuator,
+            headroomd: OnceCell::new(),
+            wake: Notify::new(),
+            latencies: Mutex::new((Vec::new(), histograms)),
+        })
+    }
+
+    /// The store. Never held across an `.await`.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) async fn headroomd(&self) -> Result<HeadroomClient<Channel>, StandaloneError> {
+        let socket = self.config.headroomd_socket.clone();
+        let channel = self
+            .headroomd
+            .get_or_try_init(|| async move { headroomd::server::client::connect_uds(&socket).await })
+            .await
+            .map_err(|e| StandaloneError::Headroomd(format!("connect: {e}")))?;
+        Ok(HeadroomClient::new(channel.clone()))
+    }
+
+    /// headroomd counts what the kubelet admitted for every Pod that is neither rejected nor being
+    /// evicted (a victim's room belongs to the preemptor's reservation from the decision on).
+    pub(crate) fn sync_pod_source(&self, store: &Store) {
+        let entries = store
+            .pods
+            .values()
+            .filter(|p| p.runtime.is_some() && !p.terminating)
+            .filter_map(|p| {
+                let requests = pod_requests_admitted(&p.pod).ok()?;
+                Some(PodEntry {
+                    pod: PodRef {
+                        namespace: p.pod.metadata.namespace.clone().unwrap_or_default(),
+                        name: p.pod.metadata.name.clone().unwrap_or_default(),
+                        uid: p.pod.metadata.uid.clone().unwrap_or_default(),
+                    },
+                    requests,
+                })
+            })
+            .collect();
+        self.pod_source.set(entries);
+    }
+
+    /// `kubectl apply -f`: PriorityClasses first, then Pods.
+    pub fn apply_manifest(&self, yaml: &str) -> Result<Vec<String>, StandaloneError> {
+        let objects = parse_cluster(yaml)?;
+        let mut store = self.store();
+        let mut results = Vec::new();
+        for class in objects.priority_classes {
+            let name = class.metadata.name.clone().unwrap_or_default();
+            let verb = if store.priority_classes.contains_key(&name) {
+                "configured"
+            } else {
+                "created"
+            };
+            store.priority_classes.insert(name.clone(), class);
+            results.push(format!("priorityclass.scheduling.k8s.io/{name} {verb}"));
+        }
+        for node in &objects.nodes {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            results.push(format!("node/{name} ignored (this machine is the node)"));
+        }
+        for pdb in &objects.pdbs {
+            let name = pdb.metadata.name.as_deref().unwrap_or_default();
+            results.push(format!(
+                "poddisruptionbudget.policy/{name} ignored (not supported standalone)"
+            ));
+        }
+        let mut first_error = None;
+        for pod in objects.pods {
+            match store.create_pod(pod, &self.config) {
+                Ok(line) => results.push(line),
+                Err(e) => {
+                    results.push(format!("error: {e}"));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        for p in store.pods.values() {
+            if let (Some(uid), Ok(containers)) = (&p.pod.metadata.uid, pod_resources(&p.pod)) {
+                self.actuator.remember(uid, containers);
+            }
+        }
+        self.sync_pod_source(&store);
+        drop(store);
+        self.wake.notify_one();
+        match first_error {
+            Some(e) if results.iter().all(|r| r.starts_with("error")) => Err(e),
+            _ => Ok(results),
+        }
+    }
+
+    /// `kubectl patch --subresource resize`, then the kubelet's admission; a resize that fits is
+    /// actuated before this returns, a Deferred one is handed to the shim loop.
+    pub async fn resize(
+        &self,
+        pod: &str,
+        container: Option<&str>,
+        cpu: Option<&str>,
+        memory: Option<&str>,
+    ) -> Result<ResizeResult, StandaloneError> {
+        let key = pod_key(pod);
+        let span = tracing::info_span!("resize", pod = %key, cpu, memory);
+        self.resize_inner(key, container, cpu, memory)
+            .instrument(span)
+            .await
+    }
+
+    async fn resize_inner(
+        &self,
+        key: String,
+        container: Option<&str>,
+        cpu: Option<&str>,
+        memory: Option<&str>,
+    ) -> Result<ResizeResult, StandaloneError> {
+        let (generation, admission) = {
+            let mut store = self.store();
+            let generation = resize::patch(&mut store, &key, container, cpu, memory)?;
+            (generation, resize::admit(&mut store, &key, &self.config)?)
+        };
+        let result = |status, message| ResizeResult {
+            status,
+            message,
+            generation,
+        };
+        Ok(match admission {
+            Admission::NoResize => result("Completed", String::new()),
+            Admission::Deferred { message } => {
+                self.wake.notify_one();
+                result("Deferred", message)
+            }
+            Admission::Infeasible { message } => result("Infeasible", message),
+            Admission::Fits(plan) => match self.actuate(plan).await {
+                Ok(_) => result("Completed", String::new()),
+                Err(e) => result("Error", e),
+            },
+        })
+    }
+
+    /// Writes an allocated resize through headroomd's `ApplyResize` (which also releases the
+    /// reservation it consumes), reads the cgroups back, and records the outcome on the Pod.
+    pub(crate) async fn actuate(&self, plan: ActuationPlan) -> Result<ActuationTimes, String> {
+        let started = Instant::now();
+        let request = pb::ApplyResizeRequest {
+            pod_uid: plan.uid.clone(),
+            containers: plan
+                .containers
+                .iter()
+                .map(|(name, r)| pb::ContainerResources {
+                    name: name.clone(),
+                    cpu_request_millis: i64::try_from(r.cpu_request_milli).ok(),
+                    cpu_limit_millis: r.cpu_limit_milli.and_then(|v| i64::try_from(v).ok()),
+                    memory_request_bytes: None,
+                    memory_limit_bytes: r.memory_limit_bytes.and_then(|v| i64::try_from(v).ok()),
+                })
+                .collect(),
+            pod: None,
+            reservation_id: plan.reservation.clone().unwrap_or_default(),
+        };
+        let applied = match self.headroomd().await {
+            Ok(mut client) => client
+                .apply_resize(request)
+                .await
+                .map(|_| ())
+                .map_err(|s| format!("ApplyResize: {}", s.message())),
+            Err(e) => Err(e.to_string()),
+        };
+        let actuated = Instant::now();
+        let verified =
+            applied.and_then(|()| verify::cgroups_match(&self.config.roots, &plan.uid, &plan.containers));
+        let done = Instant::now();
+        if verified.is_err()
+            && let (Some(id), Ok(mut client)) = (&plan.reservation, self.headroomd().await)
+        {
+            // ApplyResize releases it only on success.
+            let _ = client
+                .release(pb::ReleaseRequest {
+                    reservation_id: id.clone(),
+                })
+                .await;
+        }
+        let mut store = self.store();
+        resize::finish(&mut store, &plan.key, verified.clone());
+        self.sync_pod_source(&store);
+        verified.map(|()| ActuationTimes {
+            actuation: actuated - started,
+            verified: done - actuated,
+        })
+    }
+
+    /// The actuator forgets a Pod that is gone.
+    pub(crate) fn forget(&self, uid: &str) {
+        self.actuator.forget(uid);
+    }
+
+    pub(crate) fn record_latency(&self, l: StepLatencies) {
+        let mut guard = self
+            .latencies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.1.record(&l);
+        guard.0.push(l);
+    }
+
+    /// Every preempting resize's step latencies, oldest first.
+    pub fn latencies(&self) -> Vec<StepLatencies> {
+        let guard = self
+            .latencies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.0.clone()
+    }
+
+    /// Histograms over all preempting resizes so far.
+    pub fn histograms(&self) -> StepHistograms {
+        let guard = self
+            .latencies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.1.clone()
+    }
+
+    /// Stops every Pod at once (SIGKILL), removes its cgroups and the roots. For shutdown, errors
+    /// and Ctrl-C; blocking.
+    pub fn cleanup(&self) {
+        let mut store = self.store();
+        for (_, mut p) in std::mem::take(&mut store.pods) {
+            if let Some(mut rt) = p.runtime.take() {
+                rt.kill_now();
+            }
+            if let Some(uid) = &p.pod.metadata.uid {
+                self.actuator.forget(uid);
+            }
+        }
+        self.sync_pod_source(&store);
+        runtime::remove_roots(&self.config.roots);
+    }
+}

@@ -1,0 +1,168 @@
+//! Everything of `headroom-shim standalone` in one process: headroomd (`headroomd::node::start`:
+//! probes, collector, cgroup→Pod resolver, pipeline, ledger, gRPC server and the real cgroup
+//! actuator), the Pod store, the shim loop and the control API.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use headroom_actuator::Roots;
+use headroom_node_model::Resources;
+use headroomd::config::Config;
+use headroomd::node::{NodeOptions, ProbeMode};
+
+use super::api::{self, ApiHandle};
+use super::{NodeConfig, StandaloneError, StandaloneNode, shim};
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub node_name: String,
+    pub allocatable: Resources,
+    pub roots: Roots,
+    pub grace_period_override: Option<Duration>,
+    /// headroomd's socket (served in-process).
+    pub headroomd_socket: PathBuf,
+    /// The control API's socket; `None` serves none (the demo).
+    pub shim_socket: Option<PathBuf>,
+    pub reservation_ttl: Duration,
+    /// Whether headroomd loads its eBPF probes.
+    pub probes: ProbeMode,
+}
+
+/// This machine's host name, the Node's name by default.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "standalone".into())
+}
+
+/// Whether this process may create cgroups and move processes into them.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A running standalone node.
+pub struct Running {
+    pub node: Arc<StandaloneNode>,
+    daemon: Option<headroomd::node::Node>,
+    api: Option<ApiHandle>,
+    shim: tokio::task::JoinHandle<()>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    /// Intent records of the actuator; removed on drop.
+    _intents: tempfile::TempDir,
+}
+
+fn daemon_error(what: &str) -> impl Fn(anyhow::Error) -> StandaloneError + '_ {
+    move |e| StandaloneError::Headroomd(format!("{what}: {e:#}"))
+}
+
+/// Starts headroomd, the node, the shim loop and (if configured) the control API.
+pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
+    let span = tracing::info_span!("standalone_start", node = %cfg.node_name);
+    let _e = span.enter();
+    // Intent records are fsynced before every resize: keep them on tmpfs (/run) when there is one.
+    let builder = {
+        let mut b = tempfile::Builder::new();
+        b.prefix("headroom-shim-intents-");
+        b
+    };
+    let intents = builder
+        .tempdir_in("/run")
+        .or_else(|_| builder.tempdir())
+        .map_err(|e| StandaloneError::Invalid(format!("intent directory: {e}")))?;
+    let mut config = Config::default();
+    config.pipeline.node_name = cfg.node_name.clone();
+    config.pipeline.allocatable = cfg.allocatable;
+    config.server.socket_path = cfg.headroomd_socket.clone();
+    config.metrics_listen = None;
+    let mut options = NodeOptions::new(config);
+    options.probes = cfg.probes;
+    options.roots = Some(cfg.roots.clone());
+    options.intent_dir = intents.path().to_path_buf();
+    drop(_e);
+    let daemon = headroomd::node::start(options)
+        .await
+        .map_err(daemon_error("start headroomd"))?;
+    if let Some(why) = &daemon.probes_missing {
+        tracing::warn!(reason = %why, "headroomd runs without its eBPF probes");
+    }
+    let (pod_source, actuator) = (daemon.pod_source.clone(), daemon.actuator.clone());
+
+    let node = Arc::new(StandaloneNode::new(
+        NodeConfig {
+            name: cfg.node_name,
+            allocatable: cfg.allocatable,
+            roots: cfg.roots,
+            grace_period_override: cfg.grace_period_override,
+            headroomd_socket: cfg.headroomd_socket,
+            reservation_ttl: cfg.reservation_ttl,
+        },
+        pod_source,
+        actuator,
+    )?);
+    let (shutdown, rx) = tokio::sync::watch::channel(false);
+    let shim = tokio::spawn(shim::run_loop(node.clone(), rx));
+    let api = match &cfg.shim_socket {
+        Some(path) => match api::serve(path, node.clone()) {
+            Ok(api) => Some(api),
+            Err(e) => {
+                let _ = shutdown.send(true);
+                let _ = daemon.shutdown().await;
+                return Err(StandaloneError::Invalid(format!(
+                    "control API on {}: {e}",
+                    path.display()
+                )));
+            }
+        },
+        None => None,
+    };
+    Ok(Running {
+        node,
+        daemon: Some(daemon),
+        api,
+        shim,
+        shutdown,
+        _intents: intents,
+    })
+}
+
+impl Running {
+    /// Stops the loop and the servers, kills every Pod and removes every cgroup created.
+    pub async fn stop(mut self) -> Result<(), StandaloneError> {
+        let _ = self.shutdown.send(true);
+        let _ = (&mut self.shim).await;
+        if let Some(api) = self.api.take() {
+            api.shutdown().await;
+        }
+        let node = self.node.clone();
+        let _ = tokio::task::spawn_blocking(move || node.cleanup()).await;
+        match self.daemon.take() {
+            Some(d) => d.shutdown().await.map_err(daemon_error("stop headroomd")),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the control API or headroomd stops on its own (an error).
+    pub async fn wait(&mut self) -> Result<(), StandaloneError> {
+        match self.daemon.as_mut() {
+            Some(d) => d
+                .daemon
+                .server
+                .wait()
+                .await
+                .map_err(daemon_error("headroomd stopped")),
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for Running {
+    /// Dropped without `stop` (a panic, an early return): still no processes or cgroups left.
+    fn drop(&mut self) {
+        self.shim.abort();
+        self.node.cleanup();
+    }
+}
