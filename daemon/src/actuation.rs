@@ -108,6 +108,10 @@ impl ResizeActuator for CgroupActuator {
             // async workers, one resize at a time.
             tokio::task::spawn_blocking(move || {
                 let mut inner = inner.lock().unwrap_or_else(|e| e.into_inner());
+                tracing::debug!(
+                    waited_ns = received.elapsed().as_nanos() as u64,
+                    "actuator acquired"
+                );
                 let mut containers = inner.applied.get(&request.pod_uid).cloned().unwrap_or_default();
                 for change in &request.containers {
                     let merged = merge(change, containers.get(&change.name))?;

@@ -58,6 +58,9 @@ enum Command {
         #[command(flatten)]
         node: standalone::NodeArgs,
     },
+    /// Run against Kubernetes on this node (as the DaemonSet does): watch Deferred resizes,
+    /// preempt on this node only, follow each resize to completion.
+    Kube(headroom_shim::kube::KubeArgs),
     /// The seed's tutorial end to end on this machine (needs root): an 8-CPU node,
     /// low-priority-pod (3 CPU) and high-priority-pod (4 CPU), resize to 6 CPU, preemption.
     Demo {
@@ -92,6 +95,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             node,
         } => standalone::standalone(manifest, socket, &node),
         Command::Demo { socket, node } => standalone::demo(socket, &node),
+        Command::Kube(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .thread_name("headroom-shim")
+                .build()
+                .context("start the Tokio runtime")?;
+            runtime
+                .block_on(headroom_shim::kube::main(args))
+                .map_err(anyhow::Error::from)
+        }
         Command::Plan {
             cluster,
             resize,
@@ -149,5 +163,40 @@ fn plan_output(decision: &Decision) -> PlanOutput<'_> {
             })
             .collect(),
         message: &decision.message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command};
+
+    /// The DaemonSet starts `headroom-shim` with flags written in YAML: a renamed flag would
+    /// otherwise only show as a crash loop on every node.
+    #[test]
+    fn daemonset_flags_parse() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/kubernetes/daemonset.yaml");
+        let text = std::fs::read_to_string(path).expect("read the DaemonSet");
+        let daemonset: serde_yaml::Value = serde_yaml::from_str(&text).expect("parse the DaemonSet");
+        let containers = daemonset["spec"]["template"]["spec"]["containers"]
+            .as_sequence()
+            .expect("containers");
+        let shim = containers
+            .iter()
+            .find(|c| c["name"].as_str() == Some("headroom-shim"))
+            .expect("a headroom-shim container");
+        let args: Vec<String> = shim["args"]
+            .as_sequence()
+            .expect("args")
+            .iter()
+            .map(|a| a.as_str().expect("string arg").replace("$(NODE_NAME)", "node-a"))
+            .collect();
+        let cli = Cli::try_parse_from(std::iter::once("headroom-shim".to_string()).chain(args.clone()))
+            .unwrap_or_else(|e| panic!("headroom-shim {args:?}: {e}"));
+        match cli.command {
+            Command::Kube(kube) => assert_eq!(kube.node_name, "node-a"),
+            other => panic!("expected the kube subcommand, got {other:?}"),
+        }
     }
 }

@@ -70,6 +70,13 @@ enum Command {
         #[arg(long, default_value_t = 15)]
         rows: usize,
     },
+    /// gRPC health of headroomd (`grpc.health.v1`): exit 0 when SERVING (the DaemonSet's
+    /// liveness and readiness probe).
+    Health {
+        /// Service to check ("" = the server as a whole).
+        #[arg(long, default_value = "")]
+        service: String,
+    },
     #[command(flatten)]
     Shim(shim::ShimCommand),
 }
@@ -226,12 +233,39 @@ fn status(e: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("headroomd: {:?}: {}", e.code(), e.message())
 }
 
+async fn health(socket: &std::path::Path, service: String) -> anyhow::Result<()> {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    let channel = headroomd::server::client::connect_uds(socket)
+        .await
+        .with_context(|| format!("connect to headroomd at {}", socket.display()))?;
+    let response = tokio::time::timeout(
+        Duration::from_secs(5),
+        HealthClient::new(channel).check(HealthCheckRequest {
+            service: service.clone(),
+        }),
+    )
+    .await
+    .context("health check timed out after 5 s")??
+    .into_inner();
+    let status = ServingStatus::try_from(response.status).unwrap_or(ServingStatus::Unknown);
+    println!("{}", status.as_str_name());
+    anyhow::ensure!(
+        status == ServingStatus::Serving,
+        "headroomd is not serving ({service:?}: {})",
+        status.as_str_name()
+    );
+    Ok(())
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The standalone shim's commands talk to the shim, not to headroomd.
     let command = match cli.command {
         Command::Shim(command) => return shim::run(&cli.shim_socket, command).await,
+        Command::Health { service } => return health(&cli.socket, service).await,
         other => other,
     };
     let mut c = client(&cli.socket).await?;
@@ -293,7 +327,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Top { rows } => top::run(c, rows).await?,
-        Command::Shim(_) => {} // returned above
+        Command::Shim(_) | Command::Health { .. } => {} // returned above
     }
     Ok(())
 }

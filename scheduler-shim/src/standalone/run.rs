@@ -51,28 +51,40 @@ pub struct Running {
     api: Option<ApiHandle>,
     shim: tokio::task::JoinHandle<()>,
     shutdown: tokio::sync::watch::Sender<bool>,
-    /// Intent records of the actuator; removed on drop.
-    _intents: tempfile::TempDir,
 }
 
 fn daemon_error(what: &str) -> impl Fn(anyhow::Error) -> StandaloneError + '_ {
     move |e| StandaloneError::Headroomd(format!("{what}: {e:#}"))
 }
 
+/// `/dev/shm/headroom/intents/<cgroup root names>`: tmpfs on every Linux, one directory per
+/// set of Pod cgroup roots so that concurrent standalone nodes (tests) never share records.
+fn intent_dir_for(roots: &Roots) -> PathBuf {
+    let dirs = roots.dirs();
+    let name: String = format!("{dirs:?}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let name = name.trim_matches('_').chars().take(120).collect::<String>();
+    PathBuf::from("/dev/shm/headroom/intents").join(name)
+}
+
 /// Starts headroomd, the node, the shim loop and (if configured) the control API.
 pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
     let span = tracing::info_span!("standalone_start", node = %cfg.node_name);
     let _e = span.enter();
-    // Intent records are fsynced before every resize: keep them on tmpfs (/run) when there is one.
-    let builder = {
-        let mut b = tempfile::Builder::new();
-        b.prefix("headroom-shim-intents-");
-        b
-    };
-    let intents = builder
-        .tempdir_in("/run")
-        .or_else(|_| builder.tempdir())
-        .map_err(|e| StandaloneError::Invalid(format!("intent directory: {e}")))?;
+    // Intent records are fsynced before every resize and must survive a crash of this process
+    // (not a reboot: cgroups do not either), so they live on tmpfs at a path that depends only
+    // on the cgroup roots: a restarted shim finds and repairs what its predecessor left.
+    let intent_dir = intent_dir_for(&cfg.roots);
+    std::fs::create_dir_all(&intent_dir)
+        .map_err(|e| StandaloneError::Invalid(format!("intent directory {}: {e}", intent_dir.display())))?;
     let mut config = Config::default();
     config.pipeline.node_name = cfg.node_name.clone();
     config.pipeline.allocatable = cfg.allocatable;
@@ -81,7 +93,7 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
     let mut options = NodeOptions::new(config);
     options.probes = cfg.probes;
     options.roots = Some(cfg.roots.clone());
-    options.intent_dir = intents.path().to_path_buf();
+    options.intent_dir = intent_dir;
     drop(_e);
     let daemon = headroomd::node::start(options)
         .await
@@ -125,7 +137,6 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
         api,
         shim,
         shutdown,
-        _intents: intents,
     })
 }
 
