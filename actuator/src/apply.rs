@@ -253,6 +253,11 @@ impl Actuator {
     /// Drops cached handles and values of a Pod (after it was removed or changed elsewhere).
     pub fn forget(&mut self, pod_uid: &str) {
         self.pods.remove(pod_uid);
+        // The Pod is gone: its (empty) record goes too, or the intent directory would keep a
+        // file for every Pod ever resized on this node.
+        if let Err(e) = self.intent.remove(pod_uid) {
+            tracing::debug!(pod_uid, "no intent record to remove: {e}");
+        }
     }
 
     /// Converts a Kubernetes-level resize and applies it.
@@ -499,10 +504,11 @@ impl Actuator {
                 self.intent.clear(pod_uid)?;
                 Err(make(attempted))
             }
-            // Leave the intent record: `recover` will retry the restoration.
+            // Leave the intent record: `recover` will retry the restoration (or discard it if
+            // the cgroups are gone). The cause is told without the "rolled back" it would claim.
             Err(rollback) => Err(ActuateError::RollbackFailed {
                 pod_uid: pod_uid.to_owned(),
-                cause: make(attempted).to_string(),
+                cause: failure_cause(&make(0)),
                 rollback,
             }),
         }
@@ -669,6 +675,18 @@ impl Actuator {
                 })
             }
         }
+    }
+}
+
+/// What went wrong, without the Pod prefix and the rollback count of `err`'s own message (for
+/// [`ActuateError::RollbackFailed`], whose rollback did not succeed).
+fn failure_cause(err: &ActuateError) -> String {
+    match err {
+        ActuateError::RolledBack { source, .. } => source.to_string(),
+        ActuateError::Mismatch {
+            path, wrote, read, ..
+        } => format!("{} reads back `{read}` after writing `{wrote}`", path.display()),
+        other => other.to_string(),
     }
 }
 

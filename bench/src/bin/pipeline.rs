@@ -34,8 +34,8 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use hdrhistogram::Histogram;
 use headroom_bench::{
-    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles, print_comparison,
-    write_json,
+    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
+    print_comparison, write_json,
 };
 use headroom_common::{CgroupKey, CgroupStats};
 use headroom_node_model::Resources;
@@ -44,7 +44,8 @@ use headroomd::{
     config::Config,
     pipeline::{
         self, CgroupFiles, CgroupOwner, CgroupSample, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig,
-        PipelineInput, PipelineSender, PodEntry, PodRef, PsiLine, PsiReading, SnapshotReader, StaticPodResolver,
+        PipelineInput, PipelineSender, PodEntry, PodRef, PsiLine, PsiReading, SnapshotReader,
+        StaticPodResolver,
     },
     serve::{Components, Daemon},
     server::{UnavailableActuator, client::headroom_client},
@@ -64,6 +65,7 @@ const MIB: u64 = 1 << 20;
 /// Thread names, to find their CPU time in /proc/self/task/*/schedstat.
 const AGGREGATOR_THREAD: &str = "headroom-aggregator";
 const BASELINE_THREAD: &str = "baseline-agg";
+const BASELINE_READER: &str = "baseline-read";
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -81,6 +83,9 @@ struct Args {
     /// Freshness samples (default 1000, 100 with --quick).
     #[arg(long)]
     freshness: Option<usize>,
+    /// Most records a producer keeps ahead of what readers see (default: queue capacity - 4096).
+    #[arg(long)]
+    window: Option<u64>,
     /// Internal: run as the resident-memory child process.
     #[arg(long, hide = true)]
     rss_child: bool,
@@ -245,6 +250,9 @@ impl Side for Ours {
     }
 }
 
+/// One cgroup as the baseline's reader copies it out.
+type BaselineView = (CgroupKey, Option<CgroupOwner>, [Option<(f64, SystemTime)>; 4]);
+
 /// What the baseline keeps per cgroup: the same figures our aggregator derives from a sample.
 #[derive(Default)]
 struct BaselineState {
@@ -265,7 +273,8 @@ struct Baseline {
     dropped: AtomicU64,
     stop: Arc<AtomicBool>,
     threads: Vec<thread::JoinHandle<()>>,
-    tid: Option<u32>,
+    /// The consumer and the reader thread: both do the baseline's aggregation work.
+    tids: Vec<u32>,
 }
 
 impl Baseline {
@@ -280,31 +289,36 @@ impl Baseline {
             let base = (Instant::now(), SystemTime::now());
             thread::Builder::new()
                 .name(BASELINE_THREAD.into())
-                .spawn(move || baseline_consume(&rx, &map, &visible, &*resolver, base))?
+                .spawn(move || baseline_consume(&rx, &map, &visible, &resolver, base))?
         };
         let reader = {
             let (map, stop) = (map.clone(), stop.clone());
-            thread::Builder::new().name("baseline-read".into()).spawn(move || {
-                let mut views = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let view: Vec<(CgroupKey, Option<CgroupOwner>, [Option<(f64, SystemTime)>; 4])> = {
-                        let m = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        m.iter().map(|(k, s)| (*k, s.owner.clone(), s.rates)).collect()
-                    };
-                    views += u64::from(!view.is_empty());
-                    thread::sleep(Duration::from_millis(1));
-                }
-                std::hint::black_box(views);
-            })?
+            thread::Builder::new()
+                .name(BASELINE_READER.into())
+                .spawn(move || {
+                    let mut views = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let view: Vec<BaselineView> = {
+                            let m = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            m.iter().map(|(k, s)| (*k, s.owner.clone(), s.rates)).collect()
+                        };
+                        views += u64::from(!view.is_empty());
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    std::hint::black_box(views);
+                })?
         };
-        let tid = find_thread(BASELINE_THREAD);
+        let tids = [BASELINE_THREAD, BASELINE_READER]
+            .iter()
+            .filter_map(|n| find_thread(n))
+            .collect();
         Ok(Self {
             tx: Some(tx),
             visible,
             dropped: AtomicU64::new(0),
             stop,
             threads: vec![consumer, reader],
-            tid,
+            tids,
         })
     }
 }
@@ -370,7 +384,7 @@ fn baseline_consume(
         done += 1;
         next = match rx.try_recv() {
             Ok(r) => {
-                if done % BATCH as u64 == 0 {
+                if done.is_multiple_of(BATCH as u64) {
                     visible.store(done, Ordering::Release);
                 }
                 Some(r)
@@ -410,12 +424,16 @@ impl Side for Baseline {
         self.dropped.load(Ordering::Relaxed)
     }
     fn consumer_cpu(&self) -> Option<Duration> {
-        self.tid.and_then(thread_cpu)
+        (self.tids.len() == 2)
+            .then(|| self.tids.iter().map(|t| thread_cpu(*t)).sum::<Option<Duration>>())
+            .flatten()
     }
 }
 
-/// The id of this process's thread called `name` (waits briefly for it to be named).
+/// The id of this process's thread called `name` (waits briefly for it to be named). The kernel
+/// keeps the first 15 bytes of a thread's name.
 fn find_thread(name: &str) -> Option<u32> {
+    let name = &name[..name.len().min(15)];
     for _ in 0..100 {
         if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
             for e in dir.flatten() {
@@ -863,8 +881,9 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn min_max(v: &[f64]) -> (f64, f64) {
-    v.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)))
+    v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(*x), hi.max(*x))
+    })
 }
 
 fn mrps(x: f64) -> String {
@@ -878,12 +897,15 @@ fn main() -> Result<()> {
     }
     let quick = args.common.quick;
     let rounds = args.rounds.unwrap_or(if quick { 2 } else { 7 }).max(1);
-    let n = args.records.unwrap_or(if quick { 300_000 } else { 4_000_000 }).max(1);
+    let n = args
+        .records
+        .unwrap_or(if quick { 300_000 } else { 4_000_000 })
+        .max(1);
     let cycles = args.cycles.unwrap_or(if quick { 200 } else { 2000 }).max(1);
     let n_fresh = args.freshness.unwrap_or(if quick { 100 } else { 1000 }).max(1);
     let keys = topology().keys;
     let records = Records::new(&keys);
-    let window = Some((CAPACITY - BATCH) as u64);
+    let window = Some(args.window.unwrap_or((CAPACITY - BATCH) as u64).max(BATCH as u64));
 
     // 1. Throughput, alternating sides round by round.
     let (mut ours_runs, mut base_runs) = (Vec::new(), Vec::new());
@@ -937,7 +959,7 @@ fn main() -> Result<()> {
     println!("-- throughput: one producer, {rounds} rounds × {n} records per side, alternating --");
     println!(
         "{:<34} {:>12} {:>22} {:>16} {:>9}",
-        "", "median", "min–max", "per aggr. CPU-s", "dropped"
+        "", "median", "min–max", "per CPU-second", "dropped"
     );
     println!(
         "{:<34} {:>12} {:>22} {:>16} {:>9}",
@@ -1068,7 +1090,10 @@ fn main() -> Result<()> {
     print_comparison(&c);
     let out = &args.common.out;
     let path = write_json(out, &c)?;
-    let series = [("headroom pipeline", &ours_cycle), ("Mutex<HashMap> + mpsc", &base_cycle)];
+    let series = [
+        ("headroom pipeline", &ours_cycle),
+        ("Mutex<HashMap> + mpsc", &base_cycle),
+    ];
     plot_percentiles(
         &out.join(format!("{NAME}-percentiles.svg")),
         "collector cycle (751 records) → visible to readers",
