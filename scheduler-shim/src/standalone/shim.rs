@@ -71,6 +71,24 @@ fn deferred(node: &StandaloneNode) -> Vec<String> {
     pods.into_iter().map(|(_, _, k)| k).collect()
 }
 
+/// The most important Deferred resize if it is not `key`'s and outranks it by priority.
+fn more_important_pending(node: &StandaloneNode, key: &str) -> Option<String> {
+    let first = deferred(node).into_iter().next()?;
+    if first == key {
+        return None;
+    }
+    let store = node.store();
+    let priority = |k: &str| {
+        store
+            .pods
+            .get(k)
+            .and_then(|p| p.pod.spec.as_ref())
+            .and_then(|s| s.priority)
+            .unwrap_or(0)
+    };
+    (priority(&first) > priority(key)).then_some(first)
+}
+
 /// One pass over every Deferred resize.
 pub async fn run_cycle(node: &StandaloneNode) -> Result<Vec<Served>, StandaloneError> {
     let mut served = Vec::new();
@@ -148,6 +166,21 @@ async fn serve_one(node: &StandaloneNode, key: &str) -> Result<Served, Standalon
         return Ok(outcome(None, Some(e.to_string())));
     }
     latencies.set(Step::Reservation, reserve_started.elapsed());
+
+    // A higher-priority resize that arrived on this node while this one was being decided
+    // goes first (as in the scheduler): give the room back and re-plan before anyone is evicted.
+    if let Some(first) = more_important_pending(node, key) {
+        release(node, &reservation).await;
+        set_terminating(node, &victim_keys, false);
+        tracing::info!(preempted_by = %first, "re-planning: a higher-priority resize arrived");
+        node.wake.notify_one();
+        return Ok(outcome(
+            None,
+            Some(format!(
+                "re-planned: {first} has a higher-priority resize pending"
+            )),
+        ));
+    }
 
     // 3. Evict.
     let evict_started = Instant::now();
