@@ -54,11 +54,13 @@ pub struct ServeArgs {
 
 /// The configuration: file (if any), then flags; every problem reported at once.
 pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
-    let mut c = match &args.config {
-        Some(path) => config::load(path)?,
-        None => Config::default(),
+    // A bad file does not hide bad flags: both are checked and reported together.
+    let (mut c, mut issues, mut source_name) = match args.config.as_deref().map(config::load) {
+        None => (Config::default(), Vec::new(), "command line".to_string()),
+        Some(Ok(c)) => (c, Vec::new(), "command line".to_string()),
+        Some(Err(e)) => (Config::default(), e.issues, e.source_name),
     };
-    let mut issues = Vec::new();
+    let file_issues = issues.len();
     let mut issue = |flag: &str, message: String| {
         issues.push(ConfigIssue {
             path: flag.into(),
@@ -96,11 +98,25 @@ pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     if issues.is_empty() {
         Ok(c)
     } else {
-        Err(ConfigError {
-            source_name: "command line".into(),
-            issues,
-        })
+        if file_issues > 0 && issues.len() > file_issues {
+            source_name.push_str(" and the command line");
+        }
+        Err(ConfigError { source_name, issues })
     }
+}
+
+/// Refuses what this build cannot serve safely (TCP: mutual TLS is not built in), before
+/// anything is started or written.
+pub fn refuse_unsupported(config: &Config) -> anyhow::Result<()> {
+    if let Some(tcp) = &config.tcp {
+        anyhow::bail!(
+            "server.tcp ({}) is configured, but this headroomd has no TLS support built in; TCP is \
+             served only with mutual TLS. Remove [server.tcp] and use the Unix socket {}",
+            tcp.listen,
+            config.server.socket_path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Starts the aggregator for `config`.
@@ -158,14 +174,7 @@ pub struct Daemon {
 impl Daemon {
     /// Starts pipeline, gRPC server and `/metrics`.
     pub async fn start(config: &Config, components: Components) -> anyhow::Result<Daemon> {
-        if let Some(tcp) = &config.tcp {
-            anyhow::bail!(
-                "server.tcp ({}) is configured, but this headroomd has no TLS support built in; TCP is \
-                 served only with mutual TLS. Remove [server.tcp] and use the Unix socket {}",
-                tcp.listen,
-                config.server.socket_path.display()
-            );
-        }
+        refuse_unsupported(config)?;
         let (pipeline, reader) = spawn_pipeline(config, components.resolver, components.pod_source)
             .context("start the pipeline aggregator")?;
         let server = server::serve_uds(
@@ -218,6 +227,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         println!("{config:#?}");
         return Ok(());
     }
+    // Before the intent directory, the actuator's cgroup roots or the socket are touched.
+    refuse_unsupported(&config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

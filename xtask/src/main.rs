@@ -2,6 +2,7 @@
 //!
 //! Every step is idempotent and prints one progress line (`xtask: …`), so a second run on a
 //! set-up machine is fast and says what it skipped.
+mod fuzz;
 mod setup;
 
 use std::{
@@ -50,6 +51,14 @@ enum Task {
         #[arg(long)]
         quick: bool,
     },
+    /// Run the cargo-fuzz targets in fuzz/ (all, or those named), each for a bounded time.
+    Fuzz {
+        /// Target names; none means all.
+        targets: Vec<String>,
+        /// Seconds per target.
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -77,6 +86,7 @@ fn main() -> Result<()> {
             build_ebpf(&root)?;
             bench(&root, &names, quick)
         }
+        Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
     }
 }
 

@@ -29,8 +29,7 @@ pub(crate) fn install_missing() -> Result<()> {
     Ok(())
 }
 
-
-fn cargo_home() -> PathBuf {
+pub(crate) fn cargo_home() -> PathBuf {
     env::var_os("CARGO_HOME").map_or_else(
         || PathBuf::from(env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cargo"),
         PathBuf::from,
