@@ -109,8 +109,11 @@ impl ServerHandle {
         match result {
             Ok(joined) => Ok(joined??),
             Err(_) => {
+                // A client that holds a connection open and never reads cannot keep the daemon
+                // alive: its connection is cut. Nothing is lost (every RPC is all or nothing).
                 self.task.abort();
-                anyhow::bail!("gRPC server did not stop within 5 s; aborted")
+                tracing::warn!("gRPC connections still open after 5 s; closed them");
+                Ok(())
             }
         }
     }
