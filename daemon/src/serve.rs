@@ -1,8 +1,8 @@
 //! `headroomd serve`: config → pipeline → gRPC server (+ health, reflection) → `/metrics`.
 //!
-//! The probe collector plugs in through [`run_with`]: it gets a [`PipelineSender`] to feed and
-//! supplies the [`PodResolver`] (cgroup → Pod), the [`PodSource`] (Pods counted against the node)
-//! and the [`ResizeActuator`].
+//! [`Daemon::start`] takes its parts as [`Components`]: the [`PodResolver`] (cgroup → Pod), the
+//! [`PodSource`] (Pods counted against the node) and the [`ResizeActuator`]; [`crate::node`]
+//! assembles the real ones (probes, collector, cgroupfs resolver, cgroup actuator).
 
 use std::{path::PathBuf, sync::Arc};
 
@@ -14,8 +14,7 @@ use crate::{
     config::{self, Config, ConfigError, ConfigIssue},
     metrics::{self, Metrics},
     pipeline::{
-        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PipelineSender, PodResolver, PodSource,
-        SnapshotReader,
+        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PodResolver, PodSource, SnapshotReader,
     },
     server::{self, ResizeActuator, ServerHandle, UnavailableActuator},
 };
@@ -248,36 +247,5 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             r = node.daemon.server.wait() => { r?; anyhow::bail!("gRPC server stopped unexpectedly"); }
         }
         node.shutdown().await
-    })
-}
-
-/// `headroomd serve` with the given components; `start_collectors` is called once with a
-/// producer for the pipeline (start probe readers there; they must not block the caller).
-pub fn run_with(
-    args: &ServeArgs,
-    components: Components,
-    start_collectors: impl FnOnce(PipelineSender) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let config = resolve_config(args).map_err(|e| anyhow::anyhow!("{e}"))?;
-    if args.check_config {
-        println!("{config:#?}");
-        return Ok(());
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("headroomd")
-        .build()
-        .context("start the Tokio runtime")?;
-    runtime.block_on(async {
-        let mut daemon = Daemon::start(&config, components).await?;
-        start_collectors(daemon.pipeline.sender())?;
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => { r?; tracing::info!("SIGINT: shutting down"); }
-            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-            r = daemon.server.wait() => { r?; anyhow::bail!("gRPC server stopped unexpectedly"); }
-        }
-        daemon.shutdown().await
     })
 }
