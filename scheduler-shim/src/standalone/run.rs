@@ -59,7 +59,7 @@ fn daemon_error(what: &str) -> impl Fn(anyhow::Error) -> StandaloneError + '_ {
 
 /// `/dev/shm/headroom/intents/<cgroup root names>`: tmpfs on every Linux, one directory per
 /// set of Pod cgroup roots so that concurrent standalone nodes (tests) never share records.
-fn intent_dir_for(roots: &Roots) -> PathBuf {
+pub fn intent_dir_for(roots: &Roots) -> PathBuf {
     let dirs = roots.dirs();
     let name: String = format!("{dirs:?}")
         .chars()
