@@ -130,14 +130,24 @@ impl State {
         let now = Instant::now();
         let sender = &self.sender;
         let mut dirty = false;
+        let mut removed = Vec::new();
         let malformed = probes.drain_events(|event| {
             if event.kind == EventKind::CgroupMkdir as u32 || event.kind == EventKind::CgroupRmdir as u32 {
                 dirty = true;
+            }
+            if event.kind == EventKind::CgroupRmdir as u32 {
+                removed.push(event.cgroup);
             }
             let _ = sender.send(PipelineInput::Event(event, now));
         });
         if malformed > 0 {
             warn!(malformed, "skipped malformed probe events");
+        }
+        // A removed cgroup's counters are final: forget them here and in the kernel map, or
+        // both grow with every Pod the node ever ran.
+        for key in removed {
+            probes.forget_cgroup(&key);
+            self.last_sent.remove(&key);
         }
         self.dirty |= dirty;
     }

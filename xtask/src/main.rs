@@ -59,6 +59,13 @@ enum Task {
         #[arg(long, default_value_t = 30)]
         seconds: u64,
     },
+    /// Soak test: continuous preempting resizes on a standalone node (root), figures in
+    /// target/bench/soak.json.
+    Soak {
+        /// Length of the run.
+        #[arg(long, default_value_t = 10.0)]
+        minutes: f64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -87,6 +94,11 @@ fn main() -> Result<()> {
             bench(&root, &names, quick)
         }
         Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
+        Task::Soak { minutes } => {
+            setup::install_missing()?;
+            build_ebpf(&root)?;
+            soak(&root, &["--minutes", &minutes.to_string()])
+        }
     }
 }
 
@@ -130,8 +142,29 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     run(&mut test)?;
     if !no_bench {
         bench(root, &[], true)?;
+        progress("soak: 30 s short run");
+        soak(root, &["--seconds", "30"])?;
     }
     Ok(())
+}
+
+/// Builds in release and runs `target/release/soak ARGS --out target/bench`.
+fn soak(root: &Path, args: &[&str]) -> Result<()> {
+    cargo(
+        root,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "headroom-bench",
+            "-p",
+            "headroom-shim",
+            "--bins",
+        ],
+    )?;
+    let mut cmd = Command::new(root.join("target/release/soak"));
+    cmd.current_dir(root).args(args).args(["--out", "target/bench"]);
+    run(&mut cmd)
 }
 
 /// Benchmarks in the order a report reads them.

@@ -275,7 +275,7 @@ async fn resize(node: &StandaloneNode, resource: Resource, to: &str) -> Result<&
 }
 
 /// Waits for the shim to finish the Deferred resize (its record is appended last).
-async fn wait_done(node: &StandaloneNode, before: usize, timeout: Duration) -> Result<StepLatencies> {
+async fn wait_done(node: &StandaloneNode, before: u64, timeout: Duration) -> Result<StepLatencies> {
     let deadline = Instant::now() + timeout;
     let mut polls = 0u32;
     loop {
@@ -286,8 +286,7 @@ async fn wait_done(node: &StandaloneNode, before: usize, timeout: Duration) -> R
         // The pending state is cleared just before the record is appended; a failed resize stays
         // pending with a record: look at the records when done or every 50 polls.
         if !pending || polls.is_multiple_of(50) {
-            let all = node.latencies();
-            if let Some(l) = all.get(before) {
+            if let Some(l) = node.latency_at(before) {
                 if l.total_ns.is_some() {
                     return Ok(l.clone());
                 }
@@ -300,7 +299,7 @@ async fn wait_done(node: &StandaloneNode, before: usize, timeout: Duration) -> R
         if Instant::now() > deadline {
             bail!(
                 "the resize did not complete within {timeout:?} (pending: {pending}, records: {})",
-                node.latencies().len()
+                node.latency_count()
             );
         }
     }
@@ -330,7 +329,7 @@ async fn repetitions(
                 v.victims
             );
         }
-        let before = node.latencies().len();
+        let before = node.latency_count();
         let status = resize(node, v.resource, v.to).await?;
         if status != "Deferred" {
             bail!("repetition {i}: the resize was {status}, not Deferred");

@@ -268,6 +268,19 @@ impl Probes {
         Ok(out)
     }
 
+    /// Drops the counters of a cgroup that was removed: the kernel map is bounded
+    /// ([`headroom_common::MAX_CGROUPS`]), and a node that creates and removes Pods all day
+    /// would otherwise fill it with the dead.
+    pub fn forget_cgroup(&mut self, key: &CgroupKey) {
+        let Some(map) = self.ebpf.map_mut("CGROUP_STATS") else {
+            return;
+        };
+        if let Ok(mut stats) = PerCpuHashMap::<_, CgroupKey, CgroupStats>::try_from(map) {
+            // Absent (never active) is fine.
+            let _ = stats.remove(key);
+        }
+    }
+
     /// Calls `handle` for every event waiting in the ring buffer; returns how many records
     /// were malformed (too short), which are skipped.
     pub fn drain_events(&mut self, mut handle: impl FnMut(ProbeEvent)) -> usize {

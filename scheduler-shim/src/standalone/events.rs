@@ -21,6 +21,9 @@ pub mod reasons {
     pub const SCHEDULER: &str = "default-scheduler";
 }
 
+/// Events a node keeps; the oldest quarter goes when it is full.
+pub const KEPT_EVENTS: usize = 4_096;
+
 #[derive(Debug, Default)]
 pub struct EventStore {
     events: Vec<Event>,
@@ -45,6 +48,11 @@ impl EventStore {
             return;
         }
         self.seq += 1;
+        // The API server forgets events after an hour (--event-ttl); a standalone node running
+        // for days keeps the latest ones only.
+        if self.events.len() >= KEPT_EVENTS {
+            self.events.drain(..KEPT_EVENTS / 4);
+        }
         let namespace = pod.metadata.namespace.clone();
         self.events.push(Event {
             metadata: ObjectMeta {

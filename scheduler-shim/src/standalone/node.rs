@@ -1,6 +1,7 @@
 //! [`StandaloneNode`]: the store, the kubelet's resize handling and the link to headroomd behind
 //! one handle, shared by the shim loop, the control API and the demo.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,9 @@ pub struct ResizeResult {
 }
 
 /// Durations of the kubelet's part of a resize.
+/// Step-latency records a node keeps (the histograms cover every resize).
+pub const KEPT_LATENCIES: usize = 4_096;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ActuationTimes {
     pub actuation: Duration,
@@ -43,7 +47,9 @@ pub struct StandaloneNode {
     headroomd: OnceCell<Channel>,
     /// Wakes the shim loop (a resize went Deferred, a Pod went away).
     pub(crate) wake: Notify,
-    latencies: Mutex<(Vec<StepLatencies>, StepHistograms)>,
+    /// The most recent resizes' step latencies (at most [`KEPT_LATENCIES`]), every resize's
+    /// histograms, and how many were recorded in all.
+    latencies: Mutex<(VecDeque<StepLatencies>, StepHistograms, u64)>,
 }
 
 impl StandaloneNode {
@@ -60,7 +66,7 @@ impl StandaloneNode {
             actuator,
             headroomd: OnceCell::new(),
             wake: Notify::new(),
-            latencies: Mutex::new((Vec::new(), histograms)),
+            latencies: Mutex::new((VecDeque::new(), histograms, 0)),
         })
     }
 
@@ -261,16 +267,40 @@ impl StandaloneNode {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.1.record(&l);
-        guard.0.push(l);
+        guard.0.push_back(l);
+        // A long-running node keeps histograms of everything but only the latest records.
+        if guard.0.len() > KEPT_LATENCIES {
+            guard.0.pop_front();
+        }
+        guard.2 += 1;
     }
 
-    /// Every preempting resize's step latencies, oldest first.
+    /// The latest preempting resizes' step latencies (at most [`KEPT_LATENCIES`]), oldest first.
     pub fn latencies(&self) -> Vec<StepLatencies> {
         let guard = self
             .latencies
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        guard.0.clone()
+        guard.0.iter().cloned().collect()
+    }
+
+    /// How many preempting resizes were recorded since the node started.
+    pub fn latency_count(&self) -> u64 {
+        self.latencies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .2
+    }
+
+    /// The record of the `index`-th preempting resize (from 0), if it is still kept.
+    pub fn latency_at(&self, index: u64) -> Option<StepLatencies> {
+        let guard = self
+            .latencies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let first = guard.2 - guard.0.len() as u64;
+        let offset = usize::try_from(index.checked_sub(first)?).ok()?;
+        guard.0.get(offset).cloned()
     }
 
     /// Histograms over all preempting resizes so far.
