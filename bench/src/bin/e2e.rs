@@ -285,16 +285,16 @@ async fn wait_done(node: &StandaloneNode, before: u64, timeout: Duration) -> Res
         let pending = shim::is_pending(node, RESIZER);
         // The pending state is cleared just before the record is appended; a failed resize stays
         // pending with a record: look at the records when done or every 50 polls.
-        if !pending || polls.is_multiple_of(50) {
-            if let Some(l) = node.latency_at(before) {
-                if l.total_ns.is_some() {
-                    return Ok(l.clone());
-                }
-                let why = shim::pending_condition(node, RESIZER)
-                    .map(|(r, m)| format!("{r}: {m}"))
-                    .unwrap_or_else(|| "no PodResizePending condition".into());
-                bail!("the preempting resize failed ({why}); record: {l:?}");
+        if (!pending || polls.is_multiple_of(50))
+            && let Some(l) = node.latency_at(before)
+        {
+            if l.total_ns.is_some() {
+                return Ok(l);
             }
+            let why = shim::pending_condition(node, RESIZER)
+                .map(|(r, m)| format!("{r}: {m}"))
+                .unwrap_or_else(|| "no PodResizePending condition".into());
+            bail!("the preempting resize failed ({why}); record: {l:?}");
         }
         if Instant::now() > deadline {
             bail!(
