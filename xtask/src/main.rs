@@ -150,18 +150,8 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
 
 /// Builds in release and runs `target/release/soak ARGS --out target/bench`.
 fn soak(root: &Path, args: &[&str]) -> Result<()> {
-    cargo(
-        root,
-        &[
-            "build",
-            "--release",
-            "-p",
-            "headroom-bench",
-            "-p",
-            "headroom-shim",
-            "--bins",
-        ],
-    )?;
+    // The same package set as `bench`, so features unify the same way and nothing rebuilds.
+    cargo(root, &["build", "--release", "--workspace", "--bins"])?;
     let mut cmd = Command::new(root.join("target/release/soak"));
     cmd.current_dir(root).args(args).args(["--out", "target/bench"]);
     run(&mut cmd)
