@@ -20,17 +20,21 @@ pub enum Step {
     VictimsTerminated,
     /// The kubelet's retry admitted the resize and `ApplyResize` wrote the cgroups.
     Actuation,
+    /// Of which headroomd's actuator itself: cgroup writes and their read-back, as `ApplyResize`
+    /// reports it (the rest of `Actuation` is the gRPC round trip and the admission).
+    CgroupWrites,
     /// The cgroup files read back equal to the new values.
     Verified,
 }
 
 impl Step {
-    pub const ALL: [Step; 6] = [
+    pub const ALL: [Step; 7] = [
         Step::DeferredDetected,
         Step::Decision,
         Step::Reservation,
         Step::VictimsTerminated,
         Step::Actuation,
+        Step::CgroupWrites,
         Step::Verified,
     ];
 
@@ -41,6 +45,7 @@ impl Step {
             Step::Reservation => "reservation",
             Step::VictimsTerminated => "victims_terminated",
             Step::Actuation => "actuation",
+            Step::CgroupWrites => "cgroup_writes",
             Step::Verified => "verified",
         }
     }
@@ -53,6 +58,7 @@ impl Step {
             Step::Reservation => "room reserved in headroomd's ledger",
             Step::VictimsTerminated => "victims terminated, cgroups removed",
             Step::Actuation => "resize admitted and cgroups written (ApplyResize)",
+            Step::CgroupWrites => "  of which the actuator's cgroup writes + read-back",
             Step::Verified => "cgroup values read back and verified",
         }
     }
@@ -68,6 +74,7 @@ pub struct StepLatencies {
     pub reservation_ns: Option<u64>,
     pub victims_terminated_ns: Option<u64>,
     pub actuation_ns: Option<u64>,
+    pub cgroup_writes_ns: Option<u64>,
     pub verified_ns: Option<u64>,
     /// Resize asked for → verified.
     pub total_ns: Option<u64>,
@@ -85,6 +92,7 @@ impl StepLatencies {
             Step::Reservation => self.reservation_ns,
             Step::VictimsTerminated => self.victims_terminated_ns,
             Step::Actuation => self.actuation_ns,
+            Step::CgroupWrites => self.cgroup_writes_ns,
             Step::Verified => self.verified_ns,
         }
     }
@@ -97,6 +105,7 @@ impl StepLatencies {
             Step::Reservation => self.reservation_ns = v,
             Step::VictimsTerminated => self.victims_terminated_ns = v,
             Step::Actuation => self.actuation_ns = v,
+            Step::CgroupWrites => self.cgroup_writes_ns = v,
             Step::Verified => self.verified_ns = v,
         }
     }

@@ -36,6 +36,8 @@ pub const KEPT_LATENCIES: usize = 4_096;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ActuationTimes {
     pub actuation: Duration,
+    /// The actuator's own time, from the `ApplyResize` reply.
+    pub cgroup_writes: Duration,
     pub verified: Duration,
 }
 
@@ -229,13 +231,14 @@ impl StandaloneNode {
             Ok(mut client) => client
                 .apply_resize(request)
                 .await
-                .map(|_| ())
+                .map(|reply| Duration::from_nanos(reply.into_inner().total_ns))
                 .map_err(|s| format!("ApplyResize: {}", s.message())),
             Err(e) => Err(e.to_string()),
         };
         let actuated = Instant::now();
+        let cgroup_writes = applied.as_ref().map_or(Duration::ZERO, |d| *d);
         let verified =
-            applied.and_then(|()| verify::cgroups_match(&self.config.roots, &plan.uid, &plan.containers));
+            applied.and_then(|_| verify::cgroups_match(&self.config.roots, &plan.uid, &plan.containers));
         let done = Instant::now();
         if verified.is_err()
             && let (Some(id), Ok(mut client)) = (&plan.reservation, self.headroomd().await)
@@ -252,6 +255,7 @@ impl StandaloneNode {
         self.sync_pod_source(&store);
         verified.map(|()| ActuationTimes {
             actuation: actuated - started,
+            cgroup_writes,
             verified: done - actuated,
         })
     }

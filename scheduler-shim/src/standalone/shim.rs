@@ -208,6 +208,7 @@ async fn serve_one(node: &StandaloneNode, key: &str) -> Result<Served, Standalon
         Admission::Fits(plan) => match node.actuate(plan).await {
             Ok(t) => {
                 latencies.set(Step::Actuation, t.actuation);
+                latencies.set(Step::CgroupWrites, t.cgroup_writes);
                 latencies.set(Step::Verified, t.verified);
                 latencies.total_ns = Some(super::latency::nanos(requested_at.unwrap_or(detected).elapsed()));
                 None
