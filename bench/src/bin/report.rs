@@ -425,7 +425,13 @@ fn markdown(machine: &Value, benches: &[&Bench], plot_prefix: &str, throughput_s
     for b in benches {
         let _ = writeln!(md, "\n## {}\n", b.name);
         let _ = writeln!(md, "Reproduce: `{}`", b.command);
-        let _ = writeln!(md, "(or `cargo xtask bench {}`)\n", b.name);
+        // The soak is its own xtask job, not one of `cargo xtask bench`'s benchmarks.
+        let xtask = if b.name == "soak" {
+            "cargo xtask soak".to_string()
+        } else {
+            format!("cargo xtask bench {}", b.name)
+        };
+        let _ = writeln!(md, "(or `{xtask}`)\n");
         let _ = writeln!(md, "| | samples | p50 | p90 | p99 | p99.9 | max |");
         let _ = writeln!(md, "|---|---|---|---|---|---|---|");
         for r in &b.rows {
