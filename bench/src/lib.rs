@@ -14,6 +14,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod runc;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};

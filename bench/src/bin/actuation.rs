@@ -6,7 +6,7 @@
 //! Needs root and the v1 cpu/memory hierarchies; prints `SKIPPED (<reason>)` otherwise.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -16,6 +16,7 @@ use headroom_actuator::{
     Actuator, ActuatorConfig, CgroupSetup, KubeResources, Phase, PodCgroups, ResizeRequest, ScratchRoots,
     convert, detect_setup,
 };
+use headroom_bench::runc::{RuncContainer, run, runc_version};
 use headroom_bench::{
     BenchArgs, Comparison, Summary, new_histogram, plot_histogram, plot_percentiles, print_comparison,
     write_json,
@@ -301,94 +302,9 @@ fn naive_baseline(pod: &PodCgroups, n: usize) -> Result<Histogram<u64>> {
     Ok(h)
 }
 
-fn runc_version() -> String {
-    Command::new("runc")
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// A runc container deleted on drop, with the cgroups runc created under our scratch name in
-/// every hierarchy.
-struct RuncContainer {
-    id: String,
-    scratch_name: String,
-    _bundle: tempfile::TempDir,
-}
-
-impl Drop for RuncContainer {
-    fn drop(&mut self) {
-        let _ = Command::new("runc")
-            .args(["delete", "-f", &self.id])
-            .stderr(Stdio::null())
-            .status();
-        // runc created `<hierarchy>/<scratch>/<id>` in every v1 hierarchy; remove ours.
-        if let Ok(entries) = std::fs::read_dir(MOUNT) {
-            for e in entries.flatten() {
-                let dir = e.path().join(&self.scratch_name);
-                let _ = std::fs::remove_dir(dir.join(&self.id));
-                if e.file_name() != "cpu" && e.file_name() != "memory" {
-                    let _ = std::fs::remove_dir(&dir);
-                }
-            }
-        }
-    }
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| format!("start {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 fn runc_peer(scratch_name: &str, n: usize) -> Result<Histogram<u64>> {
-    let bundle = tempfile::Builder::new()
-        .prefix("headroom-runc-bundle")
-        .tempdir()
-        .context("bundle dir")?;
-    let bin = bundle.path().join("rootfs/bin");
-    std::fs::create_dir_all(&bin).context("rootfs")?;
-    std::fs::copy("/bin/busybox", bin.join("busybox")).context("copy /bin/busybox (busybox-static)")?;
-    for applet in ["sh", "sleep"] {
-        std::os::unix::fs::symlink("busybox", bin.join(applet)).context("busybox applet link")?;
-    }
-    run(Command::new("runc").arg("spec").current_dir(bundle.path()))?;
-    let config_path = bundle.path().join("config.json");
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&config_path).context("read config.json")?)?;
     let id = format!("headroom-bench-{}", std::process::id());
-    config["process"]["terminal"] = json!(false);
-    config["process"]["args"] = json!(["/bin/sh", "-c", "sleep 100000"]);
-    config["linux"]["cgroupsPath"] = json!(format!("/{scratch_name}/{id}"));
-    std::fs::write(&config_path, serde_json::to_vec_pretty(&config)?).context("write config.json")?;
-    let container = RuncContainer {
-        id: id.clone(),
-        scratch_name: scratch_name.to_owned(),
-        _bundle: bundle,
-    };
-    // Detached: the container inherits runc's stdio, so no pipes (`output()` would wait for
-    // the container to close them, i.e. forever).
-    let status = Command::new("runc")
-        .args(["run", "-d", "--bundle"])
-        .arg(container._bundle.path())
-        .arg(&id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .context("start runc run")?;
-    if !status.success() {
-        bail!("runc run -d {id} failed: {status}");
-    }
+    let container = RuncContainer::start(&id, Some(scratch_name))?;
     let updates = [
         ("200000", (384 * MIB).to_string()),
         ("100000", (256 * MIB).to_string()),
@@ -423,11 +339,7 @@ fn runc_peer(scratch_name: &str, n: usize) -> Result<Histogram<u64>> {
         h.saturating_record(ns(t.elapsed()));
     }
     // Check the kernel took the last update.
-    let quota_file = Path::new(MOUNT)
-        .join("cpu")
-        .join(scratch_name)
-        .join(&id)
-        .join("cpu.cfs_quota_us");
+    let quota_file = container.cgroup_dir("cpu").join("cpu.cfs_quota_us");
     let quota =
         std::fs::read_to_string(&quota_file).with_context(|| format!("read {}", quota_file.display()))?;
     let want = updates[(n + 1) % 2].0;

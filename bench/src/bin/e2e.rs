@@ -23,6 +23,7 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use headroom_actuator::Roots;
 use headroom_actuator::layout::DEFAULT_MOUNT;
+use headroom_bench::runc::{RuncContainer, run, runc_version};
 use headroom_bench::{
     BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
     print_comparison, write_json,
@@ -294,7 +295,22 @@ async fn wait_done(node: &StandaloneNode, before: u64, timeout: Duration) -> Res
             let why = shim::pending_condition(node, RESIZER)
                 .map(|(r, m)| format!("{r}: {m}"))
                 .unwrap_or_else(|| "no PodResizePending condition".into());
-            bail!("the preempting resize failed ({why}); record: {l:?}");
+            let events: Vec<String> = node
+                .store()
+                .events
+                .list(Some(RESIZER.rsplit('/').next().unwrap_or(RESIZER)))
+                .iter()
+                .rev()
+                .take(3)
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        e.reason.as_deref().unwrap_or(""),
+                        e.message.as_deref().unwrap_or("")
+                    )
+                })
+                .collect();
+            bail!("the preempting resize failed ({why}); latest events {events:?}; record: {l:?}");
         }
         if Instant::now() > deadline {
             bail!(
@@ -426,77 +442,9 @@ impl Drop for Load {
 
 // === Peer: runc ===
 
-/// A runc container (busybox rootfs) deleted on drop, with its cgroup in every hierarchy.
-struct RuncContainer {
-    id: String,
-    cgroup: String,
-    bundle: tempfile::TempDir,
-}
-
-impl Drop for RuncContainer {
-    fn drop(&mut self) {
-        let _ = Command::new("runc")
-            .args(["delete", "-f", &self.id])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if let Ok(entries) = std::fs::read_dir(DEFAULT_MOUNT) {
-            for e in entries.flatten() {
-                let _ = std::fs::remove_dir(e.path().join(&self.cgroup));
-            }
-        }
-        let _ = std::fs::remove_dir(Path::new(DEFAULT_MOUNT).join(&self.cgroup));
-    }
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| format!("start {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 fn runc_container() -> Result<RuncContainer> {
-    let bundle = tempfile::Builder::new()
-        .prefix("headroom-e2e-runc")
-        .tempdir()
-        .context("bundle dir")?;
-    let bin = bundle.path().join("rootfs/bin");
-    std::fs::create_dir_all(&bin).context("rootfs")?;
-    std::fs::copy("/bin/busybox", bin.join("busybox")).context("copy /bin/busybox (busybox-static)")?;
-    for applet in ["sh", "sleep", "true"] {
-        std::os::unix::fs::symlink("busybox", bin.join(applet)).context("busybox applet link")?;
-    }
-    run(Command::new("runc").arg("spec").current_dir(bundle.path()))?;
-    let config_path = bundle.path().join("config.json");
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(&config_path).context("read config.json")?)?;
-    let id = format!("headroom-e2e-{}", std::process::id());
-    let cgroup = format!("headroom-e2e-runc-{}", std::process::id());
-    config["process"]["terminal"] = json!(false);
-    config["process"]["args"] = json!(["/bin/sh", "-c", "sleep 100000"]);
-    config["linux"]["cgroupsPath"] = json!(format!("/{cgroup}"));
-    std::fs::write(&config_path, serde_json::to_vec_pretty(&config)?).context("write config.json")?;
-    let container = RuncContainer { id, cgroup, bundle };
-    // Detached: the container inherits runc's stdio, so no pipes.
-    let status = Command::new("runc")
-        .args(["run", "-d", "--bundle"])
-        .arg(container.bundle.path())
-        .arg(&container.id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .context("start runc run")?;
-    if !status.success() {
-        bail!("runc run -d {} failed: {status}", container.id);
-    }
-    Ok(container)
+    // Not `headroom-e2e-<pid>`: that is the standalone node's cgroup root in this run.
+    RuncContainer::start(&format!("headroom-e2e-runc-{}", std::process::id()), None)
 }
 
 struct PeerResult {
@@ -569,11 +517,8 @@ fn measure_peer(c: &RuncContainer, n: usize) -> Result<PeerResult> {
     } else {
         "400000"
     };
-    let v1 = Path::new(DEFAULT_MOUNT)
-        .join("cpu")
-        .join(&c.cgroup)
-        .join("cpu.cfs_quota_us");
-    let v2 = Path::new(DEFAULT_MOUNT).join(&c.cgroup).join("cpu.max");
+    let v1 = c.cgroup_dir("cpu").join("cpu.cfs_quota_us");
+    let v2 = c.cgroup_dir("").join("cpu.max");
     let got = std::fs::read_to_string(&v1)
         .or_else(|_| std::fs::read_to_string(&v2))
         .context("read the runc container's CPU quota")?;
@@ -588,16 +533,6 @@ async fn peer(c: &std::sync::Arc<RuncContainer>, n: usize) -> Result<PeerResult>
     tokio::task::spawn_blocking(move || measure_peer(&c, n))
         .await
         .context("peer thread")?
-}
-
-fn runc_version() -> String {
-    Command::new("runc")
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".into())
 }
 
 // === Report ===
