@@ -226,11 +226,8 @@ mod tests {
         p.writes.iter().map(|w| (w.target, w.next.knob())).collect()
     }
 
-    use Knob::{CpuMax as Max, CpuRequest as Req, MemoryMax as Mem};
-    use Target::{Container as C, Pod};
-
-    #[test]
-    fn growing_pod_raises_pod_first_limits_before_requests() {
+    /// A 2-container Pod at a quarter of its size, and at full size.
+    fn small_and_big() -> (PodValues, PodValues) {
         let small = pod(
             vals(512, Some(50_000), Some(100 << 20)),
             &[vals(256, Some(25_000), Some(50 << 20)); 2],
@@ -239,6 +236,15 @@ mod tests {
             vals(2048, Some(200_000), Some(400 << 20)),
             &[vals(1024, Some(100_000), Some(200 << 20)); 2],
         );
+        (small, big)
+    }
+
+    use Knob::{CpuMax as Max, CpuRequest as Req, MemoryMax as Mem};
+    use Target::{Container as C, Pod};
+
+    #[test]
+    fn growing_pod_raises_pod_first_limits_before_requests() {
+        let (small, big) = small_and_big();
         let p = plan(&small, &big).expect("plan");
         assert_eq!(
             order(&p),
@@ -259,14 +265,7 @@ mod tests {
 
     #[test]
     fn shrinking_pod_lowers_containers_first_requests_before_limits() {
-        let small = pod(
-            vals(512, Some(50_000), Some(100 << 20)),
-            &[vals(256, Some(25_000), Some(50 << 20)); 2],
-        );
-        let big = pod(
-            vals(2048, Some(200_000), Some(400 << 20)),
-            &[vals(1024, Some(100_000), Some(200 << 20)); 2],
-        );
+        let (small, big) = small_and_big();
         let p = plan(&big, &small).expect("plan");
         assert_eq!(
             order(&p),

@@ -190,14 +190,20 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(148, 103, 189),
 ];
 
+/// Smallest and largest recorded latency of all `series`, in µs (1 ns .. 1 µs when empty).
+fn range_us(series: &[&(&str, &Histogram<u64>)]) -> (f64, f64) {
+    #[allow(clippy::cast_precision_loss)]
+    let (lo, hi) = series.iter().fold((f64::MAX, 1e-3f64), |(lo, hi), (_, h)| {
+        (lo.min(h.min().max(1) as f64 / 1e3), hi.max(h.max() as f64 / 1e3))
+    });
+    (if lo == f64::MAX { 1e-3 } else { lo }, hi)
+}
+
 /// Percentile curves (x: 0 → 99.99 %, log of 1/(1-q); y: latency in µs, log scale).
 pub fn plot_percentiles(path: &Path, title: &str, series: &[(&str, &Histogram<u64>)]) -> Result<()> {
     let nonempty: Vec<_> = series.iter().filter(|(_, h)| !h.is_empty()).collect();
-    #[allow(clippy::cast_precision_loss)]
-    let (lo, hi) = nonempty.iter().fold((f64::MAX, 1e-3f64), |(lo, hi), (_, h)| {
-        (lo.min(h.min().max(1) as f64 / 1e3), hi.max(h.max() as f64 / 1e3))
-    });
-    let lo = if lo == f64::MAX { 1e-3 } else { lo / 1.5 };
+    let (lo, hi) = range_us(&nonempty);
+    let lo = lo / 1.5;
     let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error + '_>> {
         root.fill(&WHITE)?;
@@ -243,11 +249,8 @@ pub fn plot_percentiles(path: &Path, title: &str, series: &[(&str, &Histogram<u6
 /// Latency histogram: sample counts per logarithmic latency bucket (x in µs, log scale).
 pub fn plot_histogram(path: &Path, title: &str, series: &[(&str, &Histogram<u64>)]) -> Result<()> {
     let nonempty: Vec<_> = series.iter().filter(|(_, h)| !h.is_empty()).collect();
-    #[allow(clippy::cast_precision_loss)]
-    let (lo, hi) = nonempty.iter().fold((f64::MAX, 1e-3f64), |(lo, hi), (_, h)| {
-        (lo.min(h.min().max(1) as f64 / 1e3), hi.max(h.max() as f64 / 1e3))
-    });
-    let lo = if lo == f64::MAX { 1e-3 } else { lo / 1.2 };
+    let (lo, hi) = range_us(&nonempty);
+    let lo = lo / 1.2;
     let hi = hi * 1.2;
     const BUCKETS: usize = 80;
     let step = (hi / lo).ln() / BUCKETS as f64;

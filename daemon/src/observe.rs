@@ -1,7 +1,7 @@
 //! `headroomd observe`: load the probes, watch every cgroup of the cpu and memory
 //! hierarchies for a while, then report each cgroup that saw activity.
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     path::PathBuf,
     time::{Duration, Instant},
 };
@@ -307,12 +307,4 @@ pub fn ensure_tracefs() {
     if let Err(e) = result {
         tracing::warn!("tracefs is not mounted at /sys/kernel/tracing and mounting it failed: {e}");
     }
-}
-
-/// Sorted summary for tests and tools: key → report.
-pub fn by_key(reports: &[CgroupReport]) -> BTreeMap<(u32, u64), &CgroupReport> {
-    reports
-        .iter()
-        .map(|r| ((r.hierarchy_id, r.cgroup_id), r))
-        .collect()
 }
