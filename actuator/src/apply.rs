@@ -9,7 +9,7 @@ use tracing::{debug, info, warn};
 
 use crate::cgroup::{AnyCgroup, CgroupDirs, CgroupError, CgroupFiles, CgroupVersion};
 use crate::convert::{self, ConversionConfig, KubeResources};
-use crate::intent::{IntentError, IntentLog, IntentRecord, IntentWrite};
+use crate::intent::{EncodedCgroups, IntentError, IntentLog, IntentRecord, IntentWrite};
 use crate::latency::{LatencyRecorder, Phase, PhaseLatencies, nanos_between};
 use crate::layout::Roots;
 use crate::path::PathError;
@@ -174,6 +174,8 @@ impl Slot {
 struct OpenPod {
     pod: Slot,
     containers: Vec<(String, Slot)>,
+    /// The Pod's cgroup then its containers', as intent records name them.
+    cgroups: EncodedCgroups,
 }
 
 impl OpenPod {
@@ -288,16 +290,23 @@ impl Actuator {
             let pod_dirs = roots.pod_dirs(pod_uid)?;
             roots.check(&pod_dirs)?;
             let mut containers = Vec::with_capacity(desired.containers.len());
+            let mut all_dirs = vec![pod_dirs.clone()];
             for (name, _) in &desired.containers {
                 let dirs = roots.container_dirs(pod_uid, name)?;
                 roots.check(&dirs)?;
                 containers.push((name.clone(), Slot::new(&dirs)));
+                all_dirs.push(dirs);
             }
+            let cgroups = EncodedCgroups::new(&all_dirs).map_err(|source| IntentError::Encode {
+                pod_uid: pod_uid.to_owned(),
+                source,
+            })?;
             pods.insert(
                 pod_uid.to_owned(),
                 OpenPod {
                     pod: Slot::new(&pod_dirs),
                     containers,
+                    cgroups,
                 },
             );
         }
@@ -392,21 +401,16 @@ impl Actuator {
             Target::Pod => 0,
             Target::Container(i) => i + 1,
         };
-        let record = IntentRecord::new(
-            pod_uid,
-            std::iter::once(pod.pod.cg.dirs())
-                .chain(pod.containers.iter().map(|(_, s)| s.cg.dirs()))
-                .collect(),
-            plan.writes
-                .iter()
-                .map(|w| IntentWrite {
-                    cgroup: index(w.target),
-                    previous: w.previous,
-                    next: w.next,
-                })
-                .collect(),
-        );
-        self.intent.begin(&record)?;
+        let writes: Vec<IntentWrite> = plan
+            .writes
+            .iter()
+            .map(|w| IntentWrite {
+                cgroup: index(w.target),
+                previous: w.previous,
+                next: w.next,
+            })
+            .collect();
+        self.intent.begin_encoded(pod_uid, &pod.cgroups, &writes)?;
 
         // 4. Writes.
         let mut first_write = None;

@@ -1,14 +1,26 @@
 //! Intent records: before the first write of a resize, the planned writes (old and new values)
-//! are written and synced to `<dir>/<pod uid>.intent`; after the resize (or its rollback) the
-//! record is emptied. A daemon killed in between finds the record on start ([`IntentLog::pending`])
-//! and repairs the cgroups (see `Actuator::recover`).
+//! are written to `<dir>/<pod uid>.intent`; after the resize (or its rollback) the record is
+//! marked done. A daemon killed in between finds the record on start ([`IntentLog::pending`]) and
+//! repairs the cgroups (see `Actuator::recover`).
 //!
-//! The record only has to outlive the *process*: cgroups do not survive a reboot. Put the
-//! directory on tmpfs (`/run/headroom/intents`), where `fdatasync` costs nothing; on a disk it
-//! costs a journal commit per resize. One file per Pod is kept open and rewritten in place
-//! (`pwrite` + `ftruncate` + `fdatasync`): an empty file means "nothing in flight". A record torn
-//! by a crash while it was being written does not parse and is discarded: no cgroup write can
-//! have happened before it was complete.
+//! The record only has to outlive the *process*, not the machine: cgroups do not survive a
+//! reboot, so a record that a power loss takes with it had nothing left to repair. The page cache
+//! outlives a killed process, so no `fdatasync` is needed (it can be asked for with
+//! [`IntentLog::set_sync`]). Put the directory on tmpfs (`/run/headroom/intents`).
+//!
+//! One file per Pod is kept open and rewritten in place with one `pwrite` each way, the file's
+//! page staying allocated (an `ftruncate` to zero would free it and the next record pay for a new
+//! one):
+//!
+//! ```text
+//! headroom-intent 1 <json length> <crc32 of the json, hex>\n<json>
+//! ```
+//!
+//! Marking the record done overwrites the header's first byte with `-` (`-eadroom-intent …`):
+//! anything after the header's first line beyond the stated length is the tail of an older,
+//! longer record and is ignored. An empty file also means "nothing in flight". A record torn by a
+//! crash while it was being written fails its length or checksum and is discarded: no cgroup write
+//! can have happened before it was complete.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -24,11 +36,19 @@ use crate::values::Setting;
 
 pub const INTENT_SUFFIX: &str = ".intent";
 const FORMAT: u32 = 1;
+/// The header's first word; a record marked done has its first byte replaced by [`DONE`].
+const MAGIC: &[u8] = b"headroom-intent";
+const DONE: u8 = b'-';
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntentError {
     #[error("create intent directory {}: {source}", path.display())]
     Dir { path: PathBuf, source: io::Error },
+    #[error("encode the intent record of pod {pod_uid} (a cgroup path that is not UTF-8?): {source}")]
+    Encode {
+        pod_uid: String,
+        source: serde_json::Error,
+    },
     #[error("write intent record {}: {source}", path.display())]
     Write { path: PathBuf, source: io::Error },
     #[error("read intent record {}: {source}", path.display())]
@@ -70,9 +90,37 @@ impl IntentRecord {
         }
     }
 
+    /// The bytes of a record file holding this record (header and JSON), as
+    /// [`IntentLog::begin`] writes them.
+    pub fn file_bytes(&self) -> Result<Vec<u8>, IntentError> {
+        let encode_err = |source| IntentError::Encode {
+            pod_uid: self.pod_uid.clone(),
+            source,
+        };
+        let mut out = Vec::new();
+        let cgroups = EncodedCgroups::new(&self.cgroups).map_err(encode_err)?;
+        encode(&self.pod_uid, &cgroups, &self.writes, &mut out).map_err(encode_err)?;
+        Ok(out)
+    }
+
     /// The cgroup a write addresses; `None` if the record is inconsistent.
     pub fn cgroup_of(&self, w: &IntentWrite) -> Option<&CgroupDirs> {
         self.cgroups.get(w.cgroup)
+    }
+}
+
+/// A Pod's cgroups as they appear in its records, encoded once: they change only when the
+/// Pod's containers do, and the paths are most of a record's bytes.
+#[derive(Debug, Clone)]
+pub struct EncodedCgroups {
+    json: Vec<u8>,
+}
+
+impl EncodedCgroups {
+    pub fn new(cgroups: &[CgroupDirs]) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            json: serde_json::to_vec(cgroups)?,
+        })
     }
 }
 
@@ -85,10 +133,10 @@ pub struct IntentLog {
     dir: PathBuf,
     dir_handle: File,
     files: HashMap<String, File>,
-    /// Pods whose record file is known to be empty (cleared by us): `begin` needs no truncate.
-    empty: std::collections::HashSet<String>,
-    /// `fdatasync` each record (default true).
+    /// `fdatasync` each record (default false: see the module documentation).
     sync: bool,
+    /// Reused for each record.
+    buffer: Vec<u8>,
 }
 
 impl IntentLog {
@@ -105,12 +153,14 @@ impl IntentLog {
             dir: dir.to_path_buf(),
             dir_handle,
             files: HashMap::new(),
-            empty: Default::default(),
-            sync: true,
+            sync: false,
+            buffer: Vec::with_capacity(4096),
         })
     }
 
-    /// Skip `fdatasync` (only for benchmarks that want to see its cost separately).
+    /// `fdatasync` every record and every "done" mark. Not needed for what the records are for
+    /// (surviving the daemon, not the machine); for directories whose records should survive a
+    /// power loss for inspection.
     pub fn set_sync(&mut self, sync: bool) {
         self.sync = sync;
     }
@@ -152,55 +202,56 @@ impl IntentLog {
         })
     }
 
-    /// Writes (and syncs) the record; returns once it is durable.
+    /// Writes the record (and syncs it if asked); returns once a killed process would leave it
+    /// behind complete.
     pub fn begin(&mut self, record: &IntentRecord) -> Result<(), IntentError> {
-        let uid = record.pod_uid.as_str();
-        let bytes = serde_json::to_vec(record).map_err(|e| IntentError::Write {
-            path: self.dir.join(uid),
-            source: io::Error::other(e),
+        let cgroups = EncodedCgroups::new(&record.cgroups).map_err(|source| IntentError::Encode {
+            pod_uid: record.pod_uid.clone(),
+            source,
         })?;
+        self.begin_encoded(&record.pod_uid, &cgroups, &record.writes)
+    }
+
+    /// [`Self::begin`] with the Pod's cgroups encoded beforehand (`writes` refer to them by
+    /// index, as in [`IntentRecord`]).
+    pub fn begin_encoded(
+        &mut self,
+        pod_uid: &str,
+        cgroups: &EncodedCgroups,
+        writes: &[IntentWrite],
+    ) -> Result<(), IntentError> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let encoded = encode(pod_uid, cgroups, writes, &mut buffer);
         let sync = self.sync;
-        // After our own `clear` the file is empty, so the record needs no truncation behind it.
-        let truncate = !self.empty.remove(uid);
-        let file = self.file(uid)?;
-        let result = file
-            .write_all_at(&bytes, 0)
-            .and_then(|()| {
-                if truncate {
-                    file.set_len(bytes.len() as u64)
-                } else {
-                    Ok(())
-                }
-            })
-            .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
+        let result = encoded.map_err(io::Error::other).and_then(|()| {
+            let file = self.file(pod_uid).map_err(io::Error::other)?;
+            file.write_all_at(&buffer, 0)?;
+            if sync { file.sync_data() } else { Ok(()) }
+        });
+        self.buffer = buffer;
         result.map_err(|source| IntentError::Write {
-            path: self.dir.join(uid),
+            path: self.dir.join(pod_uid),
             source,
         })
     }
 
-    /// Marks the Pod as having nothing in flight (empties its record).
+    /// Marks the Pod as having nothing in flight (overwrites the record header's first byte).
     pub fn clear(&mut self, pod_uid: &str) -> Result<(), IntentError> {
         let sync = self.sync;
         let file = self.file(pod_uid)?;
         let result = file
-            .set_len(0)
+            .write_all_at(&[DONE], 0)
             .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
         result.map_err(|source| IntentError::Write {
             path: self.dir.join(pod_uid),
             source,
-        })?;
-        if !self.empty.contains(pod_uid) {
-            self.empty.insert(pod_uid.to_owned());
-        }
-        Ok(())
+        })
     }
 
     /// Removes the Pod's record file (Pod gone, or recovery done).
     pub fn remove(&mut self, pod_uid: &str) -> Result<(), IntentError> {
         let path = self.path_for(pod_uid)?;
         self.files.remove(pod_uid);
-        self.empty.remove(pod_uid);
         remove_file(&path)?;
         self.dir_handle
             .sync_all()
@@ -231,15 +282,10 @@ impl IntentLog {
                     continue;
                 }
             };
-            if bytes.is_empty() {
-                continue;
-            }
-            let parsed = serde_json::from_slice::<IntentRecord>(&bytes)
-                .map_err(|e| IntentError::Corrupt {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })
-                .and_then(|r| {
+            let parsed = match decode(&bytes) {
+                Decoded::Nothing => continue,
+                Decoded::Corrupt(reason) => Err(IntentError::Corrupt { path, reason }),
+                Decoded::Record(r) => {
                     if r.format != FORMAT
                         || r.pod_uid != uid
                         || r.writes.iter().any(|w| w.cgroup >= r.cgroups.len())
@@ -249,13 +295,89 @@ impl IntentLog {
                             reason: format!("format {} for pod {}", r.format, r.pod_uid),
                         })
                     } else {
-                        Ok(r)
+                        Ok(*r)
                     }
-                });
+                }
+            };
             out.push((uid.to_owned(), parsed));
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+}
+
+/// Header line plus the JSON of an [`IntentRecord`], into `out` (cleared first).
+fn encode(
+    pod_uid: &str,
+    cgroups: &EncodedCgroups,
+    writes: &[IntentWrite],
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    use std::io::Write as _;
+    out.clear();
+    // The header has a fixed width, so the JSON can be written once, behind it.
+    const HEADER: usize = MAGIC.len() + " 1 0000000000 00000000\n".len();
+    out.resize(HEADER, b' ');
+    // `IntentRecord`'s JSON, with the Pod's cgroups spliced in already encoded (a test checks
+    // that this is byte for byte what serde makes of the record).
+    write!(out, "{{\"format\":{FORMAT},\"pod_uid\":").map_err(serde_json::Error::io)?;
+    serde_json::to_writer(&mut *out, pod_uid)?;
+    out.extend_from_slice(b",\"cgroups\":");
+    out.extend_from_slice(&cgroups.json);
+    out.extend_from_slice(b",\"writes\":");
+    serde_json::to_writer(&mut *out, writes)?;
+    out.push(b'}');
+    let json = &out[HEADER..];
+    let (len, crc) = (json.len(), crc32fast::hash(json));
+    let mut header = &mut out[..HEADER];
+    header
+        .write_all(MAGIC)
+        .and_then(|()| writeln!(header, " {FORMAT} {len:010} {crc:08x}"))
+        .map_err(serde_json::Error::io)
+}
+
+enum Decoded {
+    /// Empty file, or a record marked done.
+    Nothing,
+    Corrupt(String),
+    Record(Box<IntentRecord>),
+}
+
+fn decode(bytes: &[u8]) -> Decoded {
+    match bytes.first() {
+        None | Some(&DONE) => return Decoded::Nothing,
+        Some(_) => {}
+    }
+    let Some(newline) = bytes.iter().position(|&b| b == b'\n') else {
+        return Decoded::Corrupt("no header line".into());
+    };
+    let header = String::from_utf8_lossy(&bytes[..newline]);
+    let mut words = header.split(' ');
+    let (magic, format, len, crc) = (words.next(), words.next(), words.next(), words.next());
+    if magic.map(str::as_bytes) != Some(MAGIC) || words.next().is_some() {
+        return Decoded::Corrupt(format!("not an intent record header: {header:?}"));
+    }
+    if format != Some("1") {
+        return Decoded::Corrupt(format!("unknown intent record format {format:?}"));
+    }
+    let (Some(len), Some(crc)) = (
+        len.and_then(|l| l.parse::<usize>().ok()),
+        crc.and_then(|c| u32::from_str_radix(c, 16).ok()),
+    ) else {
+        return Decoded::Corrupt(format!("bad length or checksum in {header:?}"));
+    };
+    let Some(json) = bytes.get(newline + 1..).and_then(|rest| rest.get(..len)) else {
+        return Decoded::Corrupt(format!(
+            "record is {} bytes, header says {len}",
+            bytes.len() - newline - 1
+        ));
+    };
+    if crc32fast::hash(json) != crc {
+        return Decoded::Corrupt("checksum mismatch (torn write)".into());
+    }
+    match serde_json::from_slice(json) {
+        Ok(r) => Decoded::Record(Box::new(r)),
+        Err(e) => Decoded::Corrupt(e.to_string()),
     }
 }
 
@@ -274,6 +396,24 @@ fn remove_file(path: &Path) -> Result<(), IntentError> {
 mod tests {
     use super::*;
     use crate::values::MemoryMax;
+
+    fn encode_record(r: &IntentRecord, out: &mut Vec<u8>) -> Result<(), IntentError> {
+        *out = r.file_bytes()?;
+        Ok(())
+    }
+
+    #[test]
+    fn spliced_encoding_is_serdes_encoding() {
+        let mut r = record("u1");
+        r.cgroups.push(CgroupDirs::V1 {
+            cpu: "/sys/fs/cgroup/cpu/k/pod\"q".into(),
+            memory: "/sys/fs/cgroup/memory/k/pod".into(),
+        });
+        let mut out = Vec::new();
+        encode_record(&r, &mut out).expect("encode");
+        let newline = out.iter().position(|&b| b == b'\n').expect("header");
+        assert_eq!(&out[newline + 1..], serde_json::to_vec(&r).expect("json"));
+    }
 
     fn record(uid: &str) -> IntentRecord {
         IntentRecord::new(
@@ -309,9 +449,71 @@ mod tests {
     fn torn_record_is_reported_not_trusted() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let log = IntentLog::open(tmp.path()).expect("open");
-        let full = serde_json::to_vec(&record("u1")).expect("json");
-        std::fs::write(tmp.path().join("u1.intent"), &full[..full.len() / 2]).expect("write");
+        let mut full = Vec::new();
+        encode_record(&record("u1"), &mut full).expect("encode");
+        std::fs::write(tmp.path().join("u1.intent"), &full[..full.len() - 5]).expect("write");
         let pending = log.pending().expect("pending");
-        assert!(matches!(pending[0].1, Err(IntentError::Corrupt { .. })));
+        assert!(
+            matches!(&pending[0].1, Err(IntentError::Corrupt { reason, .. }) if reason.contains("header says")),
+            "{pending:?}"
+        );
+        // A bare JSON record (no header) is not trusted either.
+        let json = serde_json::to_vec(&record("u1")).expect("json");
+        std::fs::write(tmp.path().join("u1.intent"), json).expect("write");
+        let pending = log.pending().expect("pending");
+        assert!(
+            matches!(pending[0].1, Err(IntentError::Corrupt { .. })),
+            "{pending:?}"
+        );
+    }
+
+    #[test]
+    fn new_prefix_over_old_tail_fails_the_checksum() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let log = IntentLog::open(tmp.path()).expect("open");
+        let (mut old, mut new) = (Vec::new(), Vec::new());
+        let mut longer = record("u1");
+        longer.writes.push(longer.writes[0].clone());
+        encode_record(&longer, &mut old).expect("encode");
+        encode_record(&record("u1"), &mut new).expect("encode");
+        // The new record's header and half its JSON landed, the rest is the old record's.
+        let cut = new.len() / 2;
+        let mut torn = new[..cut].to_vec();
+        torn.extend_from_slice(&old[cut..]);
+        std::fs::write(tmp.path().join("u1.intent"), torn).expect("write");
+        let pending = log.pending().expect("pending");
+        assert!(
+            matches!(&pending[0].1, Err(IntentError::Corrupt { reason, .. }) if reason.contains("checksum")),
+            "{pending:?}"
+        );
+    }
+
+    #[test]
+    fn shorter_record_over_longer_one_and_done_mark() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut log = IntentLog::open(tmp.path()).expect("open");
+        let mut longer = record("u1");
+        longer.writes.push(longer.writes[0].clone());
+        log.begin(&longer).expect("begin");
+        log.clear("u1").expect("clear");
+        assert!(
+            log.pending().expect("pending").is_empty(),
+            "done mark means nothing in flight"
+        );
+        // The file still holds the longer record's tail behind the shorter one.
+        log.begin(&record("u1")).expect("begin");
+        let on_disk = std::fs::read(tmp.path().join("u1.intent")).expect("read");
+        let mut shorter = Vec::new();
+        encode_record(&record("u1"), &mut shorter).expect("encode");
+        assert!(on_disk.len() > shorter.len());
+        let pending = log.pending().expect("pending");
+        assert_eq!(pending[0].1.as_ref().expect("parses"), &record("u1"));
+        // Synced mode writes the same bytes.
+        log.set_sync(true);
+        log.begin(&longer).expect("begin");
+        assert_eq!(
+            log.pending().expect("pending")[0].1.as_ref().expect("parses"),
+            &longer
+        );
     }
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use headroom_actuator::apply::RecoveryPolicy;
 use headroom_actuator::convert;
+use headroom_actuator::intent::IntentRecord;
 use headroom_actuator::{
     ActuateError, Actuator, ActuatorConfig, ConversionConfig, KubeResources, Recovery, ResizeRequest, Roots,
     WeightFormula,
@@ -379,7 +380,12 @@ fn intent_record_pointing_outside_the_roots_is_refused() {
     let record = format!(
         r#"{{"format":1,"pod_uid":"{UID}","cgroups":[{{"V2":{{"dir":"/etc"}}}}],"writes":[{{"cgroup":0,"previous":{{"MemoryMax":"Max"}},"next":{{"MemoryMax":{{"Bytes":4096}}}}}}]}}"#
     );
-    std::fs::write(t.intents.join(format!("{UID}.intent")), record).unwrap();
+    let record: IntentRecord = serde_json::from_str(&record).unwrap();
+    std::fs::write(
+        t.intents.join(format!("{UID}.intent")),
+        record.file_bytes().unwrap(),
+    )
+    .unwrap();
     let mut a = actuator(&t, RecoveryPolicy::Complete);
     let err = a.recover().unwrap_err();
     assert!(

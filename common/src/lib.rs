@@ -16,6 +16,11 @@ pub const RUNQ_HIST_BUCKETS: usize = 32;
 /// Maximum number of cgroups the per-cgroup statistics map holds.
 pub const MAX_CGROUPS: u32 = 16_384;
 
+/// Slots of the per-CPU run-queue counters ([`RunqSlot`]), indexed by the cpu controller's css
+/// id. css ids are small and dense (`idr_alloc` from 2, freed ids reused), so this covers every
+/// cpu cgroup of a node; a css with a larger id falls back to the per-cgroup hash map.
+pub const RUNQ_SLOTS: u32 = 4_096;
+
 /// Identifies one cgroup in one hierarchy.
 ///
 /// `id` is the cgroup's kernfs node id, which on 64-bit kernels equals the inode number
@@ -59,12 +64,14 @@ pub struct CgroupStats {
     /// throttled on one CPU at a time this equals `cpu.stat` `throttled_time`; the kernel sums
     /// over CPUs where this counts wall time.
     pub throttled_ns: u64,
-    /// Run-queue latency (wakeup or preemption to switch-in), log2 buckets of nanoseconds.
-    pub runq_hist: [u64; RUNQ_HIST_BUCKETS],
-    /// Number of run-queue latency samples.
+    /// Number of run-queue latency samples. (Before the histogram: every context switch
+    /// updates these two and one bucket, so they share the cache line of the fields above.)
     pub runq_count: u64,
     /// Sum of run-queue latency samples in nanoseconds.
     pub runq_total_ns: u64,
+    /// Run-queue latency (enqueued — woken or preempted — to switch-in), log2 buckets of
+    /// nanoseconds.
+    pub runq_hist: [u64; RUNQ_HIST_BUCKETS],
     /// `mm_vmscan_memcg_reclaim_begin`/`end` pairs (memcg limit reclaim).
     pub memcg_reclaim_episodes: u64,
     /// Nanoseconds spent in memcg limit reclaim.
@@ -105,6 +112,22 @@ pub enum ThrottleModel {
     CfsRqThrottled = 2,
 }
 
+/// Where run-queue latency comes from.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunqModel {
+    /// Not observed (neither model's fields are in the kernel's BTF).
+    Unavailable = 0,
+    /// The scheduler's own bookkeeping (`CONFIG_SCHED_INFO`): at `sched_switch` the incoming
+    /// task's `sched_info.last_queued` still holds when it was enqueued, stamped with its run
+    /// queue's `clock`, which `__schedule` has just updated. No wakeup probes, no per-task map,
+    /// no clock read.
+    SchedInfo = 1,
+    /// Wakeup probes (`sched_wakeup`, `sched_wakeup_new`) stamp a per-thread hash map with
+    /// `bpf_ktime_get_ns`, as runqlat does.
+    WakeupMap = 2,
+}
+
 /// Which cgroup a probe attributes a task to.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,7 +166,8 @@ pub struct ProbeConfig {
     pub task_tgid: u32,
     /// `task_struct.throttled` (byte offset of the `bool`), [`ThrottleModel::TaskThrottled`].
     pub task_throttled: u32,
-    /// `task_struct.se` plus `sched_entity.cfs_rq`, [`ThrottleModel::CfsRqThrottled`].
+    /// `task_struct.se` plus `sched_entity.cfs_rq`, [`ThrottleModel::CfsRqThrottled`] and
+    /// [`RunqModel::SchedInfo`].
     pub task_se_cfs_rq: u32,
     /// `cfs_rq.throttled`, [`ThrottleModel::CfsRqThrottled`].
     pub cfs_rq_throttled: u32,
@@ -163,6 +187,67 @@ pub struct ProbeConfig {
     pub cgroup_root: u32,
     /// `cgroup_root.hierarchy_id`.
     pub cgroup_root_hierarchy_id: u32,
+    /// [`RunqModel`] as `u32`.
+    pub runq_model: u32,
+    /// `task_struct.sched_info` plus `sched_info.last_queued`, [`RunqModel::SchedInfo`].
+    pub task_last_queued: u32,
+    /// `cfs_rq.rq`, [`RunqModel::SchedInfo`] (with `task_se_cfs_rq`).
+    pub cfs_rq_rq: u32,
+    /// `rq.clock`, [`RunqModel::SchedInfo`].
+    pub rq_clock: u32,
+    /// `cgroup_subsys_state.id` (the index into the run-queue slots).
+    pub css_id: u32,
+    /// Padding (keeps the size a multiple of 8).
+    pub pad: u32,
+}
+
+/// Run-queue counters of one cpu cgroup on one CPU, at index `css->id` of the cpu controller's
+/// css: the hot path of `sched_switch` reaches it with two inlined array lookups instead of a
+/// hash lookup. `key` says whose counters these are; a CPU finding another key in its copy
+/// (the css id was freed and reused) starts the copy afresh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunqSlot {
+    /// The cgroup counted here (zero: unused).
+    pub key: CgroupKey,
+    /// As [`CgroupStats::runq_count`].
+    pub runq_count: u64,
+    /// As [`CgroupStats::runq_total_ns`].
+    pub runq_total_ns: u64,
+    /// As [`CgroupStats::runq_hist`].
+    pub runq_hist: [u64; RUNQ_HIST_BUCKETS],
+}
+
+impl ProbeConfig {
+    /// All zero: "not configured", the probes do nothing (the value compiled into the object).
+    pub const UNCONFIGURED: Self = Self {
+        cgroup_mode: 0,
+        throttle_model: 0,
+        cpu_hierarchy_id: 0,
+        memory_hierarchy_id: 0,
+        cpu_subsys_index: 0,
+        memory_subsys_index: 0,
+        task_cgroups: 0,
+        task_pid: 0,
+        task_tgid: 0,
+        task_throttled: 0,
+        task_se_cfs_rq: 0,
+        cfs_rq_throttled: 0,
+        task_comm: 0,
+        css_set_subsys: 0,
+        css_set_dfl_cgrp: 0,
+        css_cgroup: 0,
+        cgroup_kn: 0,
+        kernfs_node_id: 0,
+        cgroup_root: 0,
+        cgroup_root_hierarchy_id: 0,
+        runq_model: 0,
+        task_last_queued: 0,
+        cfs_rq_rq: 0,
+        rq_clock: 0,
+        css_id: 0,
+        pad: 0,
+    };
 }
 
 /// Kinds of [`ProbeEvent`].
@@ -215,12 +300,15 @@ mod user {
     // SAFETY: see above.
     unsafe impl aya::Pod for super::CgroupStats {}
     // SAFETY: see above.
+    unsafe impl aya::Pod for super::RunqSlot {}
+    // SAFETY: see above.
     unsafe impl aya::Pod for super::ProbeConfig {}
     // SAFETY: see above.
     unsafe impl aya::Pod for super::ProbeEvent {}
 
     const _: () = assert!(core::mem::size_of::<super::CgroupKey>() == 16);
     const _: () = assert!(core::mem::size_of::<super::CgroupStats>() == 8 * (2 + 32 + 2 + 5));
-    const _: () = assert!(core::mem::size_of::<super::ProbeConfig>() == 4 * 20);
+    const _: () = assert!(core::mem::size_of::<super::ProbeConfig>() == 4 * 26);
+    const _: () = assert!(core::mem::size_of::<super::RunqSlot>() == 16 + 8 * (2 + 32));
     const _: () = assert!(core::mem::size_of::<super::ProbeEvent>() == 4 + 4 + 8 + 16 + 16 + 16);
 }

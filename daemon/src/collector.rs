@@ -3,6 +3,13 @@
 //! One thread, one cycle per interval: drain the probes' ring buffer, read their per-cgroup
 //! counters (sending only what changed), re-walk cgroupfs when cgroups came or went, and read
 //! the files of every Pod cgroup. Sending never blocks: a full queue drops and counts.
+//!
+//! What is read at once is sent at once: the events of one drain are one batch, and so are the
+//! probe counters of one map read, each value reduced to the counters the aggregator uses
+//! ([`ProbeCounters`]); a batch holds at most a quarter of the queue ([`max_batch`]). File
+//! readings go one by one, as each cgroup's files are read (a reading costs several system
+//! calls, far more than its queue hop, and waiting for the rest of the cycle would only delay
+//! it).
 use std::{
     collections::HashMap,
     path::PathBuf,
@@ -15,12 +22,12 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
-use headroom_common::{CgroupKey, CgroupStats, EventKind};
+use headroom_common::{CgroupKey, EventKind};
 use tracing::{debug, info_span, warn};
 
 use crate::{
     cgroups::{CgroupHost, CgroupIndex, files::read_cgroup_files},
-    pipeline::{CgroupSample, PipelineInput, PipelineSender},
+    pipeline::{CgroupSample, PipelineInput, PipelineSender, ProbeCounters},
     probes::Probes,
 };
 
@@ -101,12 +108,30 @@ impl Drop for Collector {
     }
 }
 
+/// The largest batch the collector queues: a quarter of the queue, so that a read still fits
+/// while other records wait, even in a queue configured smaller than the node's cgroup count.
+fn max_batch(sender: &PipelineSender) -> usize {
+    (sender.capacity() / 4).max(1)
+}
+
+/// Queues `records` in order, in batches of at most [`max_batch`]. Whatever does not fit is
+/// dropped and counted by the pipeline (the aggregator reports it).
+fn send_in_batches(sender: &PipelineSender, mut records: Vec<PipelineInput>) {
+    let max = max_batch(sender);
+    while records.len() > max {
+        let rest = records.split_off(max);
+        let _ = sender.send_batch(std::mem::replace(&mut records, rest));
+    }
+    let _ = sender.send_batch(records);
+}
+
 struct State {
     probes: Option<Probes>,
     host: CgroupHost,
     index: Arc<ArcSwap<CgroupIndex>>,
     sender: PipelineSender,
-    last_sent: HashMap<CgroupKey, CgroupStats>,
+    /// What was last queued per cgroup (unchanged counters are not sent again).
+    last_sent: HashMap<CgroupKey, ProbeCounters>,
     dirty: bool,
 }
 
@@ -128,9 +153,9 @@ impl State {
             return;
         };
         let now = Instant::now();
-        let sender = &self.sender;
         let mut dirty = false;
         let mut removed = Vec::new();
+        let mut batch = Vec::new();
         let malformed = probes.drain_events(|event| {
             if event.kind == EventKind::CgroupMkdir as u32 || event.kind == EventKind::CgroupRmdir as u32 {
                 dirty = true;
@@ -138,11 +163,12 @@ impl State {
             if event.kind == EventKind::CgroupRmdir as u32 {
                 removed.push(event.cgroup);
             }
-            let _ = sender.send(PipelineInput::Event(event, now));
+            batch.push(PipelineInput::Event(event, now));
         });
         if malformed > 0 {
             warn!(malformed, "skipped malformed probe events");
         }
+        send_in_batches(&self.sender, batch);
         // A removed cgroup's counters are final: forget them here and in the kernel map, or
         // both grow with every Pod the node ever ran.
         for key in removed {
@@ -153,7 +179,7 @@ impl State {
     }
 
     fn send_probe_counters(&mut self) {
-        let Some(probes) = self.probes.as_ref() else {
+        let Some(probes) = self.probes.as_mut() else {
             return;
         };
         let stats = match probes.read_stats() {
@@ -164,20 +190,19 @@ impl State {
             }
         };
         let at = Instant::now();
-        for (key, value) in stats {
-            if self.last_sent.get(&key) == Some(&value) {
-                continue;
-            }
-            if self
-                .sender
-                .send(PipelineInput::Sample(CgroupSample {
-                    key,
-                    stats: value,
-                    at,
-                }))
-                .is_ok()
-            {
-                self.last_sent.insert(key, value);
+        let changed: Vec<CgroupSample> = stats
+            .iter()
+            .map(|(key, value)| CgroupSample::new(*key, value, at))
+            .filter(|sample| self.last_sent.get(&sample.key) != Some(&sample.counters))
+            .collect();
+        // One map read, one batch (more only on a queue smaller than four times the cgroups). A
+        // batch is dropped whole (and counted) on a full queue, in which case `last_sent` keeps
+        // the old values and the next cycle sends these cgroups again.
+        for part in changed.chunks(max_batch(&self.sender)) {
+            let batch = part.iter().map(|&sample| sample.into()).collect();
+            if self.sender.send_batch(batch).is_ok() {
+                self.last_sent
+                    .extend(part.iter().map(|sample| (sample.key, sample.counters)));
             }
         }
     }
@@ -202,8 +227,53 @@ impl State {
                     debug!(path = %info.path.display(), "cgroup vanished before its files were read");
                     continue;
                 }
-                let _ = self.sender.send(PipelineInput::CgroupFiles(files));
+                let _ = self.sender.send(files.into());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use headroom_common::CgroupStats;
+
+    use super::*;
+    use crate::pipeline::{self, InMemoryPodSource, PipelineConfig, StaticPodResolver};
+
+    #[test]
+    fn a_read_larger_than_the_queue_still_gets_through_in_batches() {
+        // 40 records into a 16-record queue: one batch of 40 could never fit; batches of 4 do
+        // (the first four always, into the empty queue).
+        let (handle, reader) = pipeline::spawn(
+            PipelineConfig {
+                queue_capacity: 16,
+                ..PipelineConfig::default()
+            },
+            Arc::new(StaticPodResolver::new()),
+            Arc::new(InMemoryPodSource::default()),
+        )
+        .unwrap();
+        let sender = handle.sender();
+        assert_eq!(max_batch(&sender), 4);
+        let at = Instant::now();
+        let records = (0..40)
+            .map(|id| CgroupSample::new(CgroupKey::new(0, id), &CgroupStats::ZERO, at).into())
+            .collect();
+        send_in_batches(&sender, records);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let s = loop {
+            let s = reader.load();
+            if s.stats.processed_total + s.stats.dropped_total == 40 {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "{:?}", s.stats);
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert!(s.stats.processed_total >= 16, "{:?}", s.stats);
+        assert_eq!(s.stats.dropped_total % 4, 0, "whole batches: {:?}", s.stats);
     }
 }

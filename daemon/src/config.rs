@@ -19,11 +19,12 @@
 //! default_reservation_ttl_seconds = 60
 //! max_reservation_ttl_seconds = 3600
 //! require_known_pod = true
-//! # [server.tcp]                 # TCP only with mutual TLS (not built in yet: refused at start)
+//! # [server.tcp]                 # optional; only with mutual TLS (see below)
 //! # listen = "0.0.0.0:7443"
-//! # tls_cert = "/etc/headroom/tls.crt"
-//! # tls_key = "/etc/headroom/tls.key"
-//! # client_ca = "/etc/headroom/ca.crt"
+//! # tls_cert = "/etc/headroom/tls.crt"     # server certificate chain, PEM, leaf first
+//! # tls_key = "/etc/headroom/tls.key"      # its key, PEM (PKCS#8, PKCS#1 or SEC1)
+//! # client_ca = "/etc/headroom/ca.crt"     # clients must present a certificate signed by it
+//! # writer_names = ["spiffe://cluster.local/ns/headroom-system/sa/headroom"]
 //! [pipeline]
 //! queue_capacity = 65536
 //! stale_after_ms = 5000
@@ -32,6 +33,28 @@
 //! [metrics]
 //! listen = "127.0.0.1:9464"      # "" disables /metrics
 //! ```
+//!
+//! ## Transports and who may write
+//!
+//! The Unix socket is always served (mode 0600 by default). Callers are known by their uid
+//! (SO_PEERCRED): `writer_uids` may call `Reserve`, `Release` and `ApplyResize`; reads are open to
+//! whoever the socket's mode lets in, or to `reader_uids` (plus writers) when set.
+//!
+//! TCP is served only when `[server.tcp]` is present, and only with mutual TLS: every client must
+//! present a certificate that chains to `client_ca`, or its handshake fails before any request
+//! is read (no certificate, one from another CA and plaintext are all refused). A verified client
+//! may call the read-only RPCs (`GetHeadroom`, `WatchHeadroom`, `ListPods`, health, reflection);
+//! `reader_uids` does not apply to TCP. The state-changing RPCs need one of the client
+//! certificate's subject alternative names (a DNS name or a URI such as a SPIFFE id, compared
+//! exactly; the subject's common name is not consulted) on `writer_names`. `writer_names` is
+//! empty by default, so TCP is read-only unless writers are named: the client CA is often a
+//! cluster-wide CA that also signs certificates for dashboards and exporters, and trusting all of
+//! those to change cgroup limits would be wider than the socket's "root on this node".
+//!
+//! The three files are read and checked at start, before the socket, the intent directory or any
+//! cgroup is touched: a missing or unreadable file, anything that is not PEM of the right kind,
+//! or a key that does not belong to the certificate stops `headroomd` with one error naming the
+//! setting and the file. Certificates are read once: replacing them needs a restart.
 
 use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
 
@@ -80,17 +103,7 @@ impl fmt::Display for ConfigError {
 }
 
 /// TCP listener settings (mutual TLS is mandatory).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TcpConfig {
-    /// Address to listen on.
-    pub listen: SocketAddr,
-    /// Server certificate (PEM).
-    pub tls_cert: PathBuf,
-    /// Server key (PEM).
-    pub tls_key: PathBuf,
-    /// CA that client certificates must chain to (PEM).
-    pub client_ca: PathBuf,
-}
+pub use crate::server::TcpConfig;
 
 /// The whole configuration.
 #[derive(Clone, Debug)]
@@ -244,6 +257,39 @@ impl Walker {
         }
     }
 
+    /// Client certificate names: non-empty strings without whitespace or control characters.
+    fn names(&mut self, t: &toml::Table, prefix: &str, key: &str) -> Option<Vec<String>> {
+        let path = join(prefix, key);
+        match t.get(key)? {
+            Value::Array(items) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    match item.as_str() {
+                        Some(n)
+                            if !n.is_empty() && !n.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+                        {
+                            out.push(n.to_owned())
+                        }
+                        _ => self.issue(
+                            format!("{path}[{i}]"),
+                            format!(
+                                "expected a certificate name (a DNS name or URI, no spaces), found {item}"
+                            ),
+                        ),
+                    }
+                }
+                Some(out)
+            }
+            other => {
+                self.issue(
+                    path,
+                    format!("expected an array of names, found {}", type_name(other)),
+                );
+                None
+            }
+        }
+    }
+
     fn millis(&mut self, t: &toml::Table, prefix: &str, key: &str, min: i64, max: i64) -> Option<Duration> {
         self.int(t, prefix, key, min, max)
             .map(|ms| Duration::from_millis(ms.unsigned_abs()))
@@ -373,7 +419,14 @@ pub fn parse(text: &str, source_name: &str) -> Result<Config, ConfigError> {
         }
         if let Some(tcp) = w.table(server, p, "tcp") {
             let p = "server.tcp";
-            w.unknown_keys(tcp, p, &["listen", "tls_cert", "tls_key", "client_ca"]);
+            w.unknown_keys(
+                tcp,
+                p,
+                &["listen", "tls_cert", "tls_key", "client_ca", "writer_names"],
+            );
+            if let Some(names) = w.names(tcp, p, "writer_names") {
+                c.server.access.tls_writer_names = names;
+            }
             let listen = w.addr(tcp, p, "listen");
             let mut path = |key: &str| {
                 let v = w.string(tcp, p, key);
@@ -477,6 +530,7 @@ listen = "0.0.0.0:7443"
 tls_cert = "/c"
 tls_key = "/k"
 client_ca = "/ca"
+writer_names = ["spiffe://c/ns/headroom-system/sa/headroom", "shim.example"]
 [pipeline]
 queue_capacity = 1024
 stale_after_ms = 2000
@@ -491,7 +545,20 @@ listen = ""
         assert_eq!(c.server.access.writer_uids, vec![0, 1000]);
         assert_eq!(c.server.access.reader_uids, Some(vec![2000]));
         assert_eq!(c.pipeline.queue_capacity, 1024);
-        assert!(c.tcp.is_some());
+        let tcp = c.tcp.unwrap();
+        assert_eq!(tcp.listen, "0.0.0.0:7443".parse().unwrap());
+        assert_eq!(
+            (
+                tcp.tls_cert.to_str(),
+                tcp.tls_key.to_str(),
+                tcp.client_ca.to_str()
+            ),
+            (Some("/c"), Some("/k"), Some("/ca"))
+        );
+        assert_eq!(
+            c.server.access.tls_writer_names,
+            vec!["spiffe://c/ns/headroom-system/sa/headroom", "shim.example"]
+        );
         assert_eq!(c.metrics_listen, None);
     }
 
@@ -509,6 +576,7 @@ writer_uids = [0, -1]
 colour = "blue"
 [server.tcp]
 listen = "nowhere"
+writer_names = ["ok.example", "", "two words", 7]
 [pipeline]
 queue_capacity = 1
 [metrics]
@@ -527,13 +595,43 @@ listen = "localhost"
             "server.colour",
             "server.tcp.listen",
             "server.tcp.tls_cert",
+            "server.tcp.writer_names[1]",
+            "server.tcp.writer_names[2]",
+            "server.tcp.writer_names[3]",
             "pipeline.queue_capacity",
             "metrics.listen",
         ] {
             assert!(paths.contains(&expected), "{expected} not reported; got:\n{e}");
         }
+        assert!(!paths.contains(&"server.tcp.writer_names[0]"), "{e}");
         let text = e.to_string();
         assert!(text.contains("bad.toml") && text.contains("negative"), "{text}");
+    }
+
+    #[test]
+    fn tcp_is_off_and_read_only_by_default() {
+        let c = parse(
+            "[node]\nallocatable_cpu = \"1\"\nallocatable_memory = \"1Gi\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert!(c.tcp.is_none());
+        assert!(c.server.access.tls_writer_names.is_empty());
+        let e = parse(
+            "[node]\nallocatable_cpu = \"1\"\nallocatable_memory = \"1Gi\"\n[server.tcp]\nwriter_names = \"x\"\n",
+            "t.toml",
+        )
+        .unwrap_err();
+        let paths: Vec<&str> = e.issues.iter().map(|i| i.path.as_str()).collect();
+        for expected in [
+            "server.tcp.listen",
+            "server.tcp.tls_cert",
+            "server.tcp.tls_key",
+            "server.tcp.client_ca",
+            "server.tcp.writer_names",
+        ] {
+            assert!(paths.contains(&expected), "{expected} not reported; got:\n{e}");
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@ struct Cli {
 enum Command {
     /// Load the probes, watch every cgroup for a while, then print what each one went through.
     Observe(headroomd::observe::ObserveArgs),
-    /// Serve live node headroom over gRPC (Unix socket), with health, reflection and /metrics.
+    /// Serve live node headroom over gRPC (Unix socket; TCP with mutual TLS when configured),
+    /// with health, reflection and /metrics.
     Serve(headroomd::serve::ServeArgs),
 }
 

@@ -430,8 +430,8 @@ mod tests {
 
     use super::*;
     use crate::pipeline::{
-        self, CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig,
-        PipelineInput, PodRef, StaticPodResolver,
+        self, CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig, PodRef,
+        StaticPodResolver,
     };
 
     #[tokio::test]
@@ -465,7 +465,7 @@ mod tests {
             usage_bytes: 2048,
             working_set_bytes: 1024,
         });
-        handle.sender().send(PipelineInput::CgroupFiles(f)).unwrap();
+        handle.sender().send(f.into()).unwrap();
         while reader.load().stats.processed_total < 1 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }

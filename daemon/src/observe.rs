@@ -238,7 +238,7 @@ pub fn run(args: &ObserveArgs) -> Result<()> {
             "\n{} cgroups with activity; {} of {} probes attached; events dropped {}, map-full drops {}",
             reports.len(),
             probes.attached(),
-            crate::probes::PROGRAMS.len(),
+            probes.programs.len(),
             health.events_dropped,
             health.stats_dropped
         );

@@ -1,4 +1,5 @@
-//! `headroomd serve`: config → pipeline → gRPC server (+ health, reflection) → `/metrics`.
+//! `headroomd serve`: config → pipeline → gRPC server (+ health, reflection; Unix socket, and TCP
+//! with mutual TLS when `[server.tcp]` is set) → `/metrics`.
 //!
 //! [`Daemon::start`] takes its parts as [`Components`]: the [`PodResolver`] (cgroup → Pod), the
 //! [`PodSource`] (Pods counted against the node) and the [`ResizeActuator`]; [`crate::node`]
@@ -104,16 +105,11 @@ pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     }
 }
 
-/// Refuses what this build cannot serve safely (TCP: mutual TLS is not built in), before
-/// anything is started or written.
-pub fn refuse_unsupported(config: &Config) -> anyhow::Result<()> {
+/// Checks what can only be checked by reading other files, before anything is started or
+/// written: the TLS files of `[server.tcp]` (each problem names the setting and the file).
+pub fn preflight(config: &Config) -> Result<(), server::TlsError> {
     if let Some(tcp) = &config.tcp {
-        anyhow::bail!(
-            "server.tcp ({}) is configured, but this headroomd has no TLS support built in; TCP is \
-             served only with mutual TLS. Remove [server.tcp] and use the Unix socket {}",
-            tcp.listen,
-            config.server.socket_path.display()
-        );
+        server::tls::load(tcp)?;
     }
     Ok(())
 }
@@ -173,11 +169,12 @@ pub struct Daemon {
 impl Daemon {
     /// Starts pipeline, gRPC server and `/metrics`.
     pub async fn start(config: &Config, components: Components) -> anyhow::Result<Daemon> {
-        refuse_unsupported(config)?;
+        preflight(config)?;
         let (pipeline, reader) = spawn_pipeline(config, components.resolver, components.pod_source)
             .context("start the pipeline aggregator")?;
-        let server = server::serve_uds(
+        let server = server::serve(
             &config.server,
+            config.tcp.as_ref(),
             reader.clone(),
             pipeline.ledger(),
             components.actuator,
@@ -222,12 +219,12 @@ impl Daemon {
 /// `headroomd serve`: probes, collector, resolver and actuator ([`crate::node`]).
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let config = resolve_config(args).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Before the intent directory, the actuator's cgroup roots or the socket are touched.
+    preflight(&config)?;
     if args.check_config {
         println!("{config:#?}");
         return Ok(());
     }
-    // Before the intent directory, the actuator's cgroup roots or the socket are touched.
-    refuse_unsupported(&config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -239,7 +236,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         options.probes = args.probes;
         options.intent_dir = args.intent_dir.clone();
         let mut node = crate::node::start(options).await?;
-        tracing::info!(socket = %node.daemon.server.path().display(), "headroomd serving");
+        tracing::info!(
+            socket = %node.daemon.server.path().display(),
+            tcp = ?node.daemon.server.tcp_addr(),
+            "headroomd serving"
+        );
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             r = tokio::signal::ctrl_c() => { r?; tracing::info!("SIGINT: shutting down"); }

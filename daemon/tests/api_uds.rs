@@ -377,6 +377,7 @@ async fn state_changing_calls_need_an_allowed_uid() {
     let d = start(AccessPolicy {
         writer_uids: vec![4242],
         reader_uids: None,
+        ..AccessPolicy::default()
     })
     .await;
     let mut c = client(&d).await;
@@ -411,6 +412,7 @@ async fn apply_resize_validates_then_reports_unimplemented() {
     let d = start(AccessPolicy {
         writer_uids: vec![nix_uid()],
         reader_uids: None,
+        ..AccessPolicy::default()
     })
     .await;
     let mut c = client(&d).await;

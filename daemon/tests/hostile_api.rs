@@ -35,6 +35,7 @@ async fn writer_daemon() -> TestDaemon {
     start(AccessPolicy {
         writer_uids: vec![my_uid()],
         reader_uids: None,
+        ..AccessPolicy::default()
     })
     .await
 }

@@ -2,6 +2,8 @@
 //! status is non-zero, and nothing is applied (no socket, no intent directory, no cgroup root).
 #![allow(clippy::unwrap_used)]
 
+mod tls_support;
+
 use std::{path::Path, process::Command};
 
 const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
@@ -158,25 +160,108 @@ fn syntax_error_and_wrong_table_types_are_reported() {
     nothing_applied(tmp.path());
 }
 
-/// TCP is only ever served with mutual TLS, which this build does not have: a complete
-/// `[server.tcp]` section is refused at start, before anything is created.
+/// `[server.tcp]` whose TLS files cannot be used: `headroomd serve` (and `--check-config`) stops
+/// with one error naming the setting and the file, exits non-zero without a panic, and has
+/// created nothing.
 #[test]
-fn tcp_without_built_in_tls_is_refused_before_anything_starts() {
+fn tcp_with_unusable_tls_files_is_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
-    let config = r#"
+    let files = tmp.path().join("tls");
+    std::fs::create_dir(&files).unwrap();
+    let ca = tls_support::Ca::new("headroom test CA");
+    let good = tls_support::server_files(&files, &ca);
+    let garbage = files.join("garbage.pem");
+    std::fs::write(&garbage, b"not PEM\n\x00\xff").unwrap();
+    let other_key = files.join("other.key");
+    std::fs::write(&other_key, ca.server().key).unwrap();
+    let missing = files.join("missing.crt");
+    let dir_as_key = files.clone();
+    let cases = [
+        (
+            "missing certificate",
+            (&missing, &good.tls_key, &good.client_ca),
+            "server.tcp.tls_cert",
+            &missing,
+            "cannot read",
+        ),
+        (
+            "key is a directory",
+            (&good.tls_cert, &dir_as_key, &good.client_ca),
+            "server.tcp.tls_key",
+            &dir_as_key,
+            "cannot read",
+        ),
+        (
+            "garbage certificate",
+            (&garbage, &good.tls_key, &good.client_ca),
+            "server.tcp.tls_cert",
+            &garbage,
+            "no certificate found",
+        ),
+        (
+            "garbage key",
+            (&good.tls_cert, &garbage, &good.client_ca),
+            "server.tcp.tls_key",
+            &garbage,
+            "no private key found",
+        ),
+        (
+            "garbage client CA",
+            (&good.tls_cert, &good.tls_key, &garbage),
+            "server.tcp.client_ca",
+            &garbage,
+            "no certificate found",
+        ),
+        (
+            "key of another certificate",
+            (&good.tls_cert, &other_key, &good.client_ca),
+            "server.tcp.tls_key",
+            &other_key,
+            "does not belong",
+        ),
+    ];
+    for (label, (cert, key, ca), setting, path, needle) in cases {
+        let config = format!(
+            r#"
 [node]
 allocatable_cpu = "4"
 allocatable_memory = "8Gi"
 [server.tcp]
 listen = "127.0.0.1:0"
-tls_cert = "/c"
-tls_key = "/k"
-client_ca = "/ca"
+tls_cert = "{}"
+tls_key = "{}"
+client_ca = "{}"
 [metrics]
 listen = ""
-"#;
-    let run = serve(tmp.path(), config, &[]);
-    assert!(!run.status.success(), "TCP was served:\n{}", run.stderr);
-    assert!(run.stderr.contains("no TLS support built in"), "{}", run.stderr);
-    nothing_applied(tmp.path());
+"#,
+            cert.display(),
+            key.display(),
+            ca.display()
+        );
+        for extra in [&[][..], &["--check-config"][..]] {
+            let run = serve(tmp.path(), &config, extra);
+            assert!(
+                !run.status.success(),
+                "{label} {extra:?}: TCP was served:\n{}",
+                run.stderr
+            );
+            assert!(
+                !run.stderr.contains("panicked"),
+                "{label} {extra:?}: {}",
+                run.stderr
+            );
+            let named = format!("{setting} {}", path.display());
+            assert!(
+                run.stderr.contains(&named),
+                "{label} {extra:?}: {named} not in:\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains(needle),
+                "{label} {extra:?}: {needle} not in:\n{}",
+                run.stderr
+            );
+            nothing_applied(tmp.path());
+        }
+    }
 }

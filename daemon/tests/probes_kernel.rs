@@ -30,7 +30,7 @@ fn load_probes(test: &str) -> Option<Probes> {
     }
 }
 
-fn stats_of(probes: &Probes, key: CgroupKey) -> CgroupStats {
+fn stats_of(probes: &mut Probes, key: CgroupKey) -> CgroupStats {
     probes
         .read_stats()
         .unwrap()
@@ -46,7 +46,7 @@ fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
 #[test]
 fn throttling_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
     let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(probes) = load_probes("throttling_matches_cpu_stat") else {
+    let Some(mut probes) = load_probes("throttling_matches_cpu_stat") else {
         return;
     };
     let cpu = probes.host.cpu.clone();
@@ -75,8 +75,8 @@ fn throttling_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
 
     let kernel_episodes = throttled.stat("cpu.stat", "nr_throttled ") as f64;
     let kernel_ns = throttled.stat("cpu.stat", "throttled_time ") as f64;
-    let ours = stats_of(&probes, CgroupKey::new(cpu.id, throttled.id()));
-    let theirs = stats_of(&probes, CgroupKey::new(cpu.id, sibling.id()));
+    let ours = stats_of(&mut probes, CgroupKey::new(cpu.id, throttled.id()));
+    let theirs = stats_of(&mut probes, CgroupKey::new(cpu.id, sibling.id()));
     eprintln!(
         "episodes: probes {} vs cpu.stat {kernel_episodes}; throttled: probes {} ns vs cpu.stat {kernel_ns} ns",
         ours.throttle_episodes, ours.throttled_ns
@@ -106,6 +106,67 @@ fn throttling_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
     );
 }
 
+/// `run_delay` (ns spent waiting on a run queue) from `/proc/<pid>/schedstat`.
+fn run_delay_ns(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
+    text.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn runq_latency_matches_the_schedulers_run_delay() {
+    let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut probes) = load_probes("runq_latency_matches_run_delay") else {
+        return;
+    };
+    let cpu = probes.host.cpu.clone();
+    let crowded = TestCgroup::create(&cpu.mount, "crowded");
+    // Two busy loops on one CPU: each waits while the other runs, and every wait ends in a
+    // switch-in the probes sample.
+    let loops: Vec<_> = (0..2)
+        .map(|_| spawn_in(&[&crowded], "taskset -c 0 sh -c 'while :; do :; done'"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let key = CgroupKey::new(cpu.id, crowded.id());
+    let pids: Vec<u32> = loops.iter().map(|c| c.id()).collect();
+    let (probe_before, kernel_before) = (
+        stats_of(&mut probes, key),
+        pids.iter().map(|&p| run_delay_ns(p)).sum::<u64>(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let (probe_after, kernel_after) = (
+        stats_of(&mut probes, key),
+        pids.iter().map(|&p| run_delay_ns(p)).sum::<u64>(),
+    );
+    for child in loops {
+        stop(child);
+    }
+    let ours = probe_after.runq_total_ns - probe_before.runq_total_ns;
+    let samples = probe_after.runq_count - probe_before.runq_count;
+    let kernel = kernel_after - kernel_before;
+    let in_hist: u64 = probe_after.runq_hist.iter().sum::<u64>() - probe_before.runq_hist.iter().sum::<u64>();
+    eprintln!(
+        "run-queue wait: probes {ours} ns over {samples} samples vs the kernel's run_delay {kernel} ns"
+    );
+    assert!(
+        kernel > 1_000_000_000,
+        "two loops on one CPU waited about half the time ({kernel} ns)"
+    );
+    assert!(
+        within(ours as f64, kernel as f64, 0.05),
+        "probes' run-queue wait {ours} ns not within 5% of run_delay {kernel} ns"
+    );
+    assert_eq!(in_hist, samples, "every sample is in one histogram bucket");
+
+    // Removed and forgotten, the cgroup is not reported again, although per-CPU run-queue
+    // slots may still carry its counters until the css id is reused.
+    drop(crowded);
+    probes.forget_cgroup(&key);
+    assert!(
+        !probes.read_stats().unwrap().contains_key(&key),
+        "a forgotten cgroup comes back from the run-queue slots"
+    );
+}
+
 /// Writes a file of `mib` MiB and drops it from the page cache, so reading it charges the
 /// reader's memory cgroup.
 fn cold_file(mib: usize) -> tempfile::NamedTempFile {
@@ -123,7 +184,7 @@ fn cold_file(mib: usize) -> tempfile::NamedTempFile {
 #[test]
 fn memcg_reclaim_is_attributed_to_the_limited_cgroup_only() {
     let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(probes) = load_probes("memcg_reclaim_is_attributed") else {
+    let Some(mut probes) = load_probes("memcg_reclaim_is_attributed") else {
         return;
     };
     let memory = probes.host.memory.clone();
@@ -212,7 +273,7 @@ fn oom_kill_is_reported_with_pid_and_cgroup() {
         "comm {:?}",
         String::from_utf8_lossy(&victim.comm)
     );
-    assert_eq!(stats_of(&probes, key).oom_kills, 1);
+    assert_eq!(stats_of(&mut probes, key).oom_kills, 1);
 }
 
 #[test]

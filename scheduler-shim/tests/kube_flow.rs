@@ -7,20 +7,40 @@
 //! the whole "cluster". It routes by method and path, keeps watch streams open until the test
 //! pushes events or drops them, and records every request so that the test can check the order of
 //! the effects and that each request is an entry of `rbac::API_CALLS`.
+//!
+//! headroomd, on the other hand, is real in the `mock_apiserver_real_headroomd_*` tests: its
+//! pipeline and gRPC server run in-process on a temporary Unix socket (`headroomd::serve::Daemon`),
+//! set up as `headroomd serve` is on a cluster node (Pods known from their cgroups, none counted
+//! from a Pod source), with a stand-in for its collector feeding cgroup readings every 50 ms.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
+use headroom_common::CgroupKey;
+use headroom_node_model::{Resources, resize_state};
+use headroom_proto::v1 as pb;
 use headroom_shim::kube::rbac::API_CALLS;
-use headroom_shim::kube::{KubeConfig, LocalLedger, Metrics, PreemptionMode, Reservations};
+use headroom_shim::kube::reservations::{BoxFuture, Reserve};
+use headroom_shim::kube::{
+    Backend, KubeConfig, LocalLedger, Metrics, NodeLedger, PreemptionMode, ReservationError, Reservations,
+};
+use headroomd::pipeline::{
+    CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, PipelineConfig, PipelineHandle, PipelineInput,
+    PodRef, SnapshotReader, StaticPodResolver,
+};
+use headroomd::serve::{Components, Daemon};
+use headroomd::server::{AccessPolicy, ServerHandle, UnavailableActuator};
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt as _, StreamBody};
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -30,6 +50,7 @@ type Handle = tower_test::mock::Handle<Request<kube::client::Body>, Response<Moc
 const NODE: &str = "node-a";
 const HIGH_UID: &str = "7d3e5c1a-2b4f-4e8a-9c6d-1f0e2a3b4c5d";
 const LOW_UID: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+const CRITICAL_UID: &str = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b";
 
 // === Real API JSON ===
 
@@ -168,6 +189,33 @@ fn high_done() -> Value {
     )
 }
 
+/// A third Pod, of higher priority than both: 1 CPU running, or resized to 2 and Deferred.
+fn critical(deferred: bool) -> Value {
+    let (rv, cpu_spec, conditions) = if deferred {
+        (
+            "1005",
+            "2",
+            with_condition(
+                "PodResizePending",
+                "Deferred",
+                "Node didn't have enough resource: cpu, requested: 2000, used: 7000, capacity: 8000",
+            ),
+        )
+    } else {
+        ("1000", "1", ready_conditions())
+    };
+    pod(
+        "critical-pod",
+        CRITICAL_UID,
+        rv,
+        "critical-priority",
+        50000,
+        cpu_spec,
+        "1",
+        conditions,
+    )
+}
+
 fn node() -> Value {
     json!({
         "metadata": {"name": NODE, "uid": "5f4e3d2c-1b0a-4f9e-8d7c-6b5a4f3e2d1c", "resourceVersion": "900",
@@ -215,6 +263,7 @@ fn priority_classes() -> Value {
         "scheduling.k8s.io/v1",
         "950",
         vec![
+            pc("critical-priority", 50000, "939"),
             pc("high-priority", 10000, "940"),
             pc("low-priority", 1000, "941"),
             pc("system-cluster-critical", 2000000000, "60"),
@@ -273,6 +322,9 @@ struct Recorded {
     path: String,
     query: String,
     body: Value,
+    /// For a request that changes something, with a real headroomd: the reservation ids in its
+    /// ledger (`GetHeadroom`) at the moment the request reached this API server.
+    reservations: Option<Vec<String>>,
 }
 
 impl Recorded {
@@ -332,15 +384,20 @@ fn respond(status: StatusCode, body: Value) -> Response<MockBody> {
         .unwrap()
 }
 
-async fn serve(mut handle: Handle, state: Shared) {
+async fn serve(mut handle: Handle, state: Shared, headroomd: Option<PathBuf>) {
     while let Some((request, send)) = handle.next_request().await {
         let (parts, body) = request.into_parts();
         let bytes = body.collect().await.unwrap().to_bytes();
+        let reservations = match &headroomd {
+            Some(socket) if parts.method != http::Method::GET => Some(ledger_ids(socket).await),
+            _ => None,
+        };
         let recorded = Recorded {
             method: parts.method.to_string(),
             path: parts.uri.path().to_string(),
             query: parts.uri.query().unwrap_or_default().to_string(),
             body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            reservations,
         };
         let (_, resource, verb) = recorded.rbac();
         let mut st = state.lock().unwrap();
@@ -415,6 +472,12 @@ fn count(state: &Shared, f: impl Fn(&Recorded) -> bool) -> usize {
 }
 
 fn setup() -> (kube::Client, Shared, tokio::task::JoinHandle<()>) {
+    setup_with(None)
+}
+
+/// The mock API server; with `headroomd`, each request that changes something first reads that
+/// headroomd's ledger.
+fn setup_with(headroomd: Option<PathBuf>) -> (kube::Client, Shared, tokio::task::JoinHandle<()>) {
     let (service, handle) = tower_test::mock::pair::<Request<kube::client::Body>, Response<MockBody>>();
     let state: Shared = Arc::default();
     {
@@ -429,14 +492,180 @@ fn setup() -> (kube::Client, Shared, tokio::task::JoinHandle<()>) {
         st.lists.insert("priorityclasses".into(), priority_classes());
         st.lists.insert("poddisruptionbudgets".into(), pdbs());
     }
-    let server = tokio::spawn(serve(handle, state.clone()));
+    let server = tokio::spawn(serve(handle, state.clone(), headroomd));
     (kube::Client::new(service, "default"), state, server)
+}
+
+/// Sets the Pods the API server lists.
+fn set_pods(state: &Shared, pods: Vec<Value>) {
+    state
+        .lock()
+        .unwrap()
+        .lists
+        .insert("pods".into(), list("PodList", "v1", "1000", pods));
+}
+
+/// Non-GET requests so far.
+fn mutations(state: &Shared) -> Vec<Recorded> {
+    state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.method != "GET")
+        .cloned()
+        .collect()
+}
+
+// === A real headroomd ===
+
+/// headroomd's pipeline and gRPC server in this process, on a temporary Unix socket.
+struct TestHeadroomd {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    reader: SnapshotReader,
+    pipeline: Option<PipelineHandle>,
+    server: Option<ServerHandle>,
+    collector: tokio::task::JoinHandle<()>,
+}
+
+/// The Pods' cgroups, as headroomd's cgroupfs resolver maps kubepods cgroups to Pods.
+fn pod_cgroups() -> Vec<(CgroupKey, PodRef)> {
+    [
+        (10, "low-priority-pod", LOW_UID),
+        (20, "high-priority-pod", HIGH_UID),
+        (30, "critical-pod", CRITICAL_UID),
+    ]
+    .into_iter()
+    .map(|(id, name, uid)| (CgroupKey::new(0, id), PodRef::new("default", name, uid)))
+    .collect()
+}
+
+impl TestHeadroomd {
+    /// As `headroomd serve` on a node: 8 CPU allocatable (the Node's), the Pods known from their
+    /// cgroups and none counted from a Pod source; this test's uid may reserve. A stand-in for the
+    /// collector reads every Pod cgroup each 50 ms, so that snapshots stay fresh.
+    async fn start() -> TestHeadroomd {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("headroomd.sock");
+        let resolver = Arc::new(StaticPodResolver::new());
+        for (key, pod) in pod_cgroups() {
+            resolver.insert(key, CgroupOwner::Pod { pod, container: None });
+        }
+        let mut config = headroomd::config::Config {
+            pipeline: PipelineConfig {
+                node_name: NODE.into(),
+                allocatable: Resources::new(8000, 32762960 * 1024),
+                ..PipelineConfig::default()
+            },
+            ..headroomd::config::Config::default()
+        };
+        config.server.socket_path = socket.clone();
+        config.server.access = AccessPolicy {
+            writer_uids: vec![nix::unistd::geteuid().as_raw()],
+            ..AccessPolicy::default()
+        };
+        config.metrics_listen = None;
+        let components = Components {
+            resolver,
+            pod_source: Arc::new(InMemoryPodSource::default()),
+            actuator: Arc::new(UnavailableActuator),
+        };
+        let Daemon {
+            pipeline,
+            reader,
+            server,
+            ..
+        } = Daemon::start(&config, components).await.unwrap();
+        let sender = pipeline.sender();
+        let collector = tokio::spawn(async move {
+            let mut reading: u64 = 0;
+            loop {
+                reading += 1;
+                for (key, _) in pod_cgroups() {
+                    let mut files = CgroupFiles::new(key, Instant::now());
+                    files.cpu = Some(CpuStat {
+                        usage_ns: reading * 5_000_000,
+                        nr_periods: reading,
+                        ..CpuStat::default()
+                    });
+                    let _ = sender.send(PipelineInput::CgroupFiles(Box::new(files)));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        let d = TestHeadroomd {
+            _dir: dir,
+            socket,
+            reader,
+            pipeline: Some(pipeline),
+            server: Some(server),
+            collector,
+        };
+        // Every Pod known (resolved from a reading) before the shim asks for anything.
+        wait_for("headroomd knows the Pods' cgroups", || {
+            d.reader.load().version >= 1
+        })
+        .await;
+        d
+    }
+
+    /// A stalled headroomd: its collector and pipeline stop, its gRPC server still answers (with
+    /// the last snapshot it built).
+    async fn stop_pipeline(&mut self) {
+        self.collector.abort();
+        if let Some(pipeline) = self.pipeline.take() {
+            tokio::task::spawn_blocking(move || pipeline.shutdown())
+                .await
+                .unwrap();
+        }
+    }
+
+    async fn shutdown(mut self) {
+        self.stop_pipeline().await;
+        if let Some(server) = self.server.take() {
+            server.shutdown().await.unwrap();
+        }
+    }
+}
+
+async fn get_headroom(socket: &std::path::Path) -> pb::HeadroomSnapshot {
+    let mut client = headroomd::server::client::headroom_client(socket).await.unwrap();
+    client
+        .get_headroom(pb::GetHeadroomRequest { include_pods: false })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// The reservation ids in headroomd's ledger, through `GetHeadroom`.
+async fn ledger_ids(socket: &std::path::Path) -> Vec<String> {
+    get_headroom(socket)
+        .await
+        .reservations
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
+/// Every request is an entry of the RBAC table.
+fn assert_all_in_rbac_table(state: &Shared) {
+    for request in state.lock().unwrap().requests.iter() {
+        let (group, resource, verb) = request.rbac();
+        assert!(
+            API_CALLS.iter().any(|c| c.group == group
+                && c.rbac_resource() == resource
+                && c.verbs.contains(&verb.as_str())),
+            "{verb} {group}/{resource} is not in rbac::API_CALLS"
+        );
+    }
 }
 
 #[tokio::test]
 async fn mock_apiserver_preempts_for_a_deferred_resize_and_follows_it_through_a_dropped_watch() {
     let (client, state, server) = setup();
     let metrics = Arc::new(Metrics::default());
+    // The in-process ledger (`--ledger=local`): this test is about the API server's side.
     let ledger = Arc::new(LocalLedger::default());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let mut config = KubeConfig::new(NODE);
@@ -445,7 +674,10 @@ async fn mock_apiserver_preempts_for_a_deferred_resize_and_follows_it_through_a_
     let backend = tokio::spawn(headroom_shim::kube::run(
         client,
         config,
-        ledger.clone(),
+        NodeLedger {
+            reservations: ledger.clone(),
+            live: None,
+        },
         metrics.clone(),
         async {
             let _ = stopped.await;
@@ -549,7 +781,7 @@ async fn mock_apiserver_preempts_for_a_deferred_resize_and_follows_it_through_a_
     assert_eq!(effects[3].body["regarding"]["uid"], HIGH_UID);
     assert_eq!(
         ledger.held(),
-        [format!("{HIGH_UID}/2")],
+        [format!("{HIGH_UID}:2")],
         "the room is reserved until the resize is actuated"
     );
 
@@ -657,7 +889,7 @@ async fn mock_apiserver_dry_run_only_posts_an_event_and_opted_out_namespaces_are
     let backend = tokio::spawn(headroom_shim::kube::run(
         client,
         config,
-        Arc::new(LocalLedger::default()),
+        NodeLedger::local(),
         metrics.clone(),
         async {
             let _ = stopped.await;
@@ -747,7 +979,7 @@ async fn mock_apiserver_node_opt_out_is_honoured_live() {
     let backend = tokio::spawn(headroom_shim::kube::run(
         client,
         KubeConfig::new(NODE),
-        Arc::new(LocalLedger::default()),
+        NodeLedger::local(),
         metrics.clone(),
         async {
             let _ = stopped.await;
@@ -784,4 +1016,332 @@ async fn mock_apiserver_node_opt_out_is_honoured_live() {
         .unwrap()
         .unwrap();
     server.abort();
+}
+
+// === With a real headroomd ===
+
+/// Starts `kube::run` in the background; `stop` ends it.
+fn start_backend(
+    client: kube::Client,
+    config: KubeConfig,
+    ledger: NodeLedger,
+    metrics: Arc<Metrics>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), headroom_shim::kube::KubeError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let backend = tokio::spawn(headroom_shim::kube::run(client, config, ledger, metrics, async {
+        let _ = stopped.await;
+    }));
+    (stop, backend)
+}
+
+async fn stop_backend(
+    stop: tokio::sync::oneshot::Sender<()>,
+    backend: tokio::task::JoinHandle<Result<(), headroom_shim::kube::KubeError>>,
+) {
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), backend)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn mock_apiserver_real_headroomd_holds_the_reservation_from_before_the_first_eviction_until_completion()
+{
+    let headroomd = TestHeadroomd::start().await;
+    let (client, state, server) = setup_with(Some(headroomd.socket.clone()));
+    set_pods(&state, vec![low(), high_deferred()]);
+    let metrics = Arc::new(Metrics::default());
+    let mut config = KubeConfig::new(NODE);
+    config.resync = Duration::from_secs(3600); // only watch events drive this test
+    let ledger = NodeLedger::headroomd(&headroomd.socket, metrics.clone());
+    let reservations = ledger.reservations.clone();
+    let (stop, backend) = start_backend(client, config, ledger, metrics.clone());
+
+    // The victim's status patch and delete, then the Events.
+    wait_for("PreemptingForResize", || {
+        count(&state, |r| r.body["reason"] == "PreemptingForResize") == 1
+    })
+    .await;
+    let effects = mutations(&state);
+    let reservation = format!("{HIGH_UID}:2");
+    assert_eq!(
+        (effects[0].method.as_str(), effects[0].path.as_str()),
+        ("PATCH", "/api/v1/namespaces/default/pods/low-priority-pod/status")
+    );
+    assert_eq!(
+        effects[0].reservations.as_deref(),
+        Some(std::slice::from_ref(&reservation)),
+        "the room is in headroomd's ledger before the first eviction call reaches the API server"
+    );
+    assert_eq!(
+        (effects[1].method.as_str(), effects[1].path.as_str()),
+        ("DELETE", "/api/v1/namespaces/default/pods/low-priority-pod")
+    );
+    assert_eq!(effects[1].body["preconditions"]["uid"], LOW_UID);
+    assert_eq!(effects[2].body["reason"], "Preempted");
+    assert_eq!(effects[3].body["reason"], "PreemptingForResize");
+
+    // headroomd counts it: 2 CPU (6 requested − 4 admitted) reserved for the resizing Pod's uid.
+    let snapshot = get_headroom(&headroomd.socket).await;
+    assert_eq!(snapshot.reservations.len(), 1, "{snapshot:?}");
+    let held = &snapshot.reservations[0];
+    assert_eq!(
+        (
+            held.id.as_str(),
+            held.pod.as_str(),
+            held.cpu_millis,
+            held.memory_bytes
+        ),
+        (reservation.as_str(), HIGH_UID, 2000, 0)
+    );
+    let cpu = snapshot.node.unwrap().cpu_millis.unwrap();
+    assert_eq!(cpu.reserved, 2000);
+    assert_eq!(reservations.held(), std::slice::from_ref(&reservation));
+
+    // The kubelet actuates the resize: the reservation goes from headroomd's ledger.
+    wait_for("pods watch", || {
+        state.lock().unwrap().watches.contains_key("pods")
+    })
+    .await;
+    push(&state, "pods", json!({"type": "MODIFIED", "object": high_done()}));
+    wait_for("completed", || metrics.completed_count() == 1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !ledger_ids(&headroomd.socket).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "reservation still in headroomd's ledger after completion"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        get_headroom(&headroomd.socket)
+            .await
+            .node
+            .unwrap()
+            .cpu_millis
+            .unwrap()
+            .reserved,
+        0
+    );
+    assert!(reservations.held().is_empty());
+    assert_eq!(count(&state, |r| r.method == "DELETE"), 1);
+    assert_eq!(metrics.blocked_count(), 0);
+    assert_all_in_rbac_table(&state);
+
+    stop_backend(stop, backend).await;
+    server.abort();
+    headroomd.shutdown().await;
+}
+
+#[tokio::test]
+async fn mock_apiserver_real_headroomd_with_a_stalled_pipeline_evicts_nobody_and_says_why() {
+    // headroomd answers, but its pipeline stopped: every snapshot it serves is the last one built.
+    let mut headroomd = TestHeadroomd::start().await;
+    headroomd.stop_pipeline().await;
+    let bound = Duration::from_millis(300);
+    tokio::time::sleep(bound + Duration::from_millis(100)).await;
+
+    let (client, state, server) = setup_with(Some(headroomd.socket.clone()));
+    set_pods(&state, vec![low(), high_deferred()]);
+    let metrics = Arc::new(Metrics::default());
+    let mut config = KubeConfig::new(NODE);
+    config.max_headroom_age = bound;
+    let ledger = NodeLedger::headroomd(&headroomd.socket, metrics.clone());
+    let (stop, backend) = start_backend(client, config, ledger, metrics.clone());
+
+    wait_for("ResizePreemptionBlocked", || {
+        count(&state, |r| r.body["reason"] == "ResizePreemptionBlocked") == 1
+    })
+    .await;
+    // More cycles (the retry after a blocked one comes within a second) change nothing.
+    wait_for("a second blocked cycle", || metrics.blocked_count() >= 2).await;
+    let effects = mutations(&state);
+    assert_eq!(
+        effects.len(),
+        1,
+        "one Warning Event, no status patch, no delete: {effects:?}"
+    );
+    let event = &effects[0].body;
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["regarding"]["uid"], HIGH_UID);
+    assert_eq!(event["action"], "Preempting");
+    assert_eq!(event["reportingController"], "headroom.io/headroom-shim");
+    let note = event["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("Not preempting on node node-a: headroomd's newest headroom snapshot"),
+        "{note}"
+    );
+    assert!(
+        note.contains("over the 0.300s bound, and GetHeadroom returned nothing newer"),
+        "{note}"
+    );
+    assert!(ledger_ids(&headroomd.socket).await.is_empty(), "nothing reserved");
+    assert!(
+        metrics
+            .render()
+            .contains("headroom_shim_preemptions_blocked_total{reason=\"stale\"}"),
+        "{}",
+        metrics.render()
+    );
+
+    stop_backend(stop, backend).await;
+    server.abort();
+    headroomd.shutdown().await;
+}
+
+#[tokio::test]
+async fn mock_apiserver_unreachable_headroomd_evicts_nobody_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("headroomd.sock"); // nothing listens here
+    let (client, state, server) = setup();
+    set_pods(&state, vec![low(), high_deferred()]);
+    let metrics = Arc::new(Metrics::default());
+    let ledger = NodeLedger::headroomd(&socket, metrics.clone());
+    let (stop, backend) = start_backend(client, KubeConfig::new(NODE), ledger, metrics.clone());
+
+    wait_for("ResizePreemptionBlocked", || {
+        count(&state, |r| r.body["reason"] == "ResizePreemptionBlocked") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let effects = mutations(&state);
+    assert_eq!(effects.len(), 1, "no status patch, no delete: {effects:?}");
+    let note = effects[0].body["note"].as_str().unwrap();
+    assert!(
+        note.contains("headroomd is unreachable") && note.contains(&socket.display().to_string()),
+        "{note}"
+    );
+    assert!(
+        metrics
+            .render()
+            .contains("headroom_shim_preemptions_blocked_total{reason=\"unreachable\"}")
+    );
+
+    stop_backend(stop, backend).await;
+    server.abort();
+}
+
+/// The ledger, with a higher-priority resize arriving at the API server while the first
+/// reservation is being made (between the decision and the first eviction).
+struct ArrivesWhileReserving {
+    inner: Arc<dyn Reservations>,
+    state: Shared,
+    pods: kube::runtime::reflector::Store<Pod>,
+    fired: AtomicBool,
+}
+
+impl Reservations for ArrivesWhileReserving {
+    fn reserve(&self, request: Reserve) -> BoxFuture<'_, Result<(), ReservationError>> {
+        Box::pin(async move {
+            if !self.fired.swap(true, Ordering::SeqCst) {
+                push(
+                    &self.state,
+                    "pods",
+                    json!({"type": "MODIFIED", "object": critical(true)}),
+                );
+                wait_for("the shim's store sees the new resize", || {
+                    self.pods.state().iter().any(|p| {
+                        p.metadata.uid.as_deref() == Some(CRITICAL_UID) && resize_state(p).is_deferred()
+                    })
+                })
+                .await;
+            }
+            self.inner.reserve(request).await
+        })
+    }
+
+    fn release(&self, id: &str) -> BoxFuture<'_, ()> {
+        self.inner.release(id)
+    }
+
+    fn held(&self) -> Vec<String> {
+        self.inner.held()
+    }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+}
+
+#[tokio::test]
+async fn mock_apiserver_real_headroomd_replans_when_a_higher_priority_resize_arrives_before_eviction() {
+    let headroomd = TestHeadroomd::start().await;
+    let (client, state, server) = setup_with(Some(headroomd.socket.clone()));
+    // 3 + 4 + 1 CPU on 8: full. high-priority-pod asks for 2 more.
+    set_pods(&state, vec![low(), high_deferred(), critical(false)]);
+    let metrics = Arc::new(Metrics::default());
+    let (stores, mut watchers) = headroom_shim::kube::watch::start(&client, NODE, metrics.clone()).unwrap();
+    stores.wait_until_ready().await.unwrap();
+    wait_for("pods watch", || {
+        state.lock().unwrap().watches.contains_key("pods")
+    })
+    .await;
+    let headroomd_ledger = NodeLedger::headroomd(&headroomd.socket, metrics.clone());
+    let ledger = NodeLedger {
+        reservations: Arc::new(ArrivesWhileReserving {
+            inner: headroomd_ledger.reservations.clone(),
+            state: state.clone(),
+            pods: stores.pods.clone(),
+            fired: AtomicBool::new(false),
+        }),
+        live: headroomd_ledger.live.clone(),
+    };
+    let mut backend = Backend::new(client, KubeConfig::new(NODE), stores, ledger, metrics.clone());
+
+    // Cycle 1: high-priority-pod's preemption is decided and its room reserved; critical-pod's
+    // resize arrives meanwhile. The room goes back and nobody is evicted.
+    let first = backend.reconcile().await.unwrap();
+    assert_eq!(
+        first.decisions,
+        [(
+            "default/high-priority-pod".to_string(),
+            headroom_shim::Outcome::Preempt
+        )]
+    );
+    assert_eq!(first.replanned, ["default/high-priority-pod"]);
+    assert!(first.preempted.is_empty());
+    assert!(mutations(&state).is_empty(), "{:?}", mutations(&state));
+    assert!(ledger_ids(&headroomd.socket).await.is_empty(), "room given back");
+
+    // Cycle 2 decides both in the kubelet's order: critical-pod first, which evicts
+    // low-priority-pod; that room then also fits high-priority-pod's resize.
+    let second = backend.reconcile().await.unwrap();
+    assert_eq!(
+        second.decisions,
+        [
+            (
+                "default/critical-pod".to_string(),
+                headroom_shim::Outcome::Preempt
+            ),
+            (
+                "default/high-priority-pod".to_string(),
+                headroom_shim::Outcome::Fits
+            ),
+        ]
+    );
+    assert!(second.replanned.is_empty());
+    assert_eq!(second.preempted, ["default/low-priority-pod"]);
+    let effects = mutations(&state);
+    assert_eq!(
+        effects[0].reservations.as_deref(),
+        Some([format!("{CRITICAL_UID}:2")].as_slice())
+    );
+    assert_eq!(
+        effects[2].body["note"],
+        format!("Preempted by pod {CRITICAL_UID} on node {NODE}")
+    );
+
+    backend.shutdown().await;
+    assert!(
+        ledger_ids(&headroomd.socket).await.is_empty(),
+        "released at shutdown"
+    );
+    watchers.abort_all();
+    server.abort();
+    headroomd.shutdown().await;
 }

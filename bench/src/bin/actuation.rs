@@ -208,7 +208,7 @@ fn main() -> Result<()> {
 
     let mut c = Comparison::new(NAME, Summary::from_histogram("headroom actuator (pod+3)", &ours));
     let mut notes = vec![
-        format!("one sample = one resize of a 3-container Pod: plan, memory check, intent record (fdatasync, tmpfs), {writes} cgroup writes, read-back verification"),
+        format!("one sample = one resize of a 3-container Pod: plan, memory check, intent record (one pwrite on tmpfs, no fdatasync: see actuator::intent), {writes} cgroup writes, read-back verification"),
         "ratio compares one actuator resize (Pod + 3 containers) with ONE `runc update` (one container); the kubelet path needs one per container".into(),
         format!("targets: p50 <= 30 µs, p99 <= 100 µs, >= 100x runc at p50; measured p50 {}, p99 {}", headroom_bench::fmt_ns(c.ours.p50_ns), headroom_bench::fmt_ns(c.ours.p99_ns)),
     ];

@@ -651,14 +651,18 @@ async fn soak(args: &Args) -> Result<bool> {
         .iter()
         .map(|d| d.display().to_string())
         .collect();
-    // The actuator keeps one record file per resized Pod and empties it when the resize is done:
-    // a non-empty file is a resize left half-done.
+    // The actuator keeps one record file per resized Pod and marks it done when the resize is
+    // done: a record still pending (or unreadable) is a resize left half-done.
     let leftover_intents: Vec<String> = intent_dirs(&cgroup_root)
         .iter()
-        .filter_map(|d| fs::read_dir(d).ok())
-        .flat_map(|entries| entries.flatten())
-        .filter(|e| e.metadata().is_ok_and(|m| m.len() > 0))
-        .map(|e| e.path().display().to_string())
+        .filter_map(|d| headroom_actuator::intent::IntentLog::open(d).ok())
+        .flat_map(|log| match log.pending() {
+            Ok(pending) => pending
+                .into_iter()
+                .map(|(uid, record)| format!("{}/{uid}: {record:?}", log.dir().display()))
+                .collect(),
+            Err(e) => vec![e.to_string()],
+        })
         .collect();
     let node_log = tail(&log_path, 20);
     drop(started); // removes whatever is left

@@ -2,7 +2,7 @@
 //! publishes immutable snapshots.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     hash::{BuildHasherDefault, Hasher},
     sync::{Arc, atomic::Ordering},
     thread,
@@ -16,8 +16,8 @@ use headroom_node_model::{NodeHeadroom, ReservationLedger, Resources, node_headr
 use tokio::sync::watch;
 
 use super::{
-    CgroupFiles, CgroupSample, Control, LedgerReply, PipelineConfig, PipelineInput, PsiReading, ReserveError,
-    ReserveRequest, Shared,
+    CgroupFiles, CgroupSample, Control, LedgerReply, PipelineConfig, PipelineInput, ProbeCounters,
+    PsiReading, ReserveError, ReserveRequest, Shared, Slot,
     pods::{CgroupOwner, PodResolver, PodSet, PodSource},
     snapshot::{
         ContainerView, Figure, NodeFigures, PipelineStats, PodRef, PodView, Pressure, PsiFigures,
@@ -25,7 +25,8 @@ use super::{
     },
 };
 
-/// Records handled between two looks at the control channel and the clock.
+/// Records handled (at least) between two looks at the control channel and the clock; a batch
+/// is always applied whole.
 const BATCH: usize = 4_096;
 /// Longest park when idle (bounds a lost wake-up).
 const MAX_PARK: Duration = Duration::from_millis(50);
@@ -44,9 +45,15 @@ impl Hasher for KeyHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
         }
+        let mut tail = [0; 8];
+        tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.write_u64(u64::from_le_bytes(tail) ^ ((bytes.len() as u64) << 56));
     }
     fn write_u32(&mut self, n: u32) {
         self.write_u64(u64::from(n));
@@ -72,29 +79,87 @@ impl Clock {
             None => self.base_wall - self.base_instant.duration_since(at),
         }
     }
+
+    fn stamp(&self, at: Instant) -> Stamp {
+        let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        let ns = match at.checked_duration_since(self.base_instant) {
+            Some(d) => nanos(d),
+            None => -nanos(self.base_instant.duration_since(at)),
+        };
+        Stamp {
+            wall: self.wall(at),
+            ns,
+        }
+    }
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct ProbeCounters {
-    throttle_episodes: u64,
-    throttled_ns: u64,
-    runq_count: u64,
-    runq_total_ns: u64,
-    reclaim_stall_ns: u64,
+/// An instant as the aggregator uses it: wall-clock time, and nanoseconds from the clock's base
+/// (so that intervals are integer subtractions).
+#[derive(Clone, Copy)]
+struct Stamp {
+    wall: SystemTime,
+    ns: i64,
 }
 
+/// What every record of a cgroup reads and writes, kept together in a few adjacent cache lines:
+/// each cgroup gets a probe sample every cycle, while the rest of its state (all of its
+/// `Pressure` figures, the last file reading) is over a kilobyte. Probe figures wait here and
+/// are written into `pressure` when a snapshot is built ([`CgroupState::flush`]).
 #[derive(Default)]
-struct CgroupState {
-    owner: Option<CgroupOwner>,
+struct Hot {
+    /// `owner` is known.
+    owned: bool,
+    /// Something here changed since the last flush.
+    pending: bool,
     next_resolve: Option<Instant>,
-    probe_last: Option<(Instant, ProbeCounters)>,
-    files_last: Option<CgroupFiles>,
+    last_update: Option<Instant>,
+    /// The last probe counters, with when they were read ([`Stamp::ns`]).
+    probe_last: Option<(i64, ProbeCounters)>,
+    /// Probe figures, each with when it was measured: throttle episodes per second, throttled
+    /// seconds per second, mean run-queue latency, reclaim stall seconds per second.
+    probe: [Option<(f64, SystemTime)>; 4],
     /// OOM kills: probe counter, `memory.events`, events seen.
     oom_probe: u64,
     oom_files: u64,
     oom_events: u64,
-    last_update: Option<Instant>,
+    /// When the OOM figure was last measured (see [`update_oom`]).
+    oom_at: Option<SystemTime>,
+}
+
+#[derive(Default)]
+struct CgroupState {
+    hot: Hot,
+    owner: Option<CgroupOwner>,
+    files_last: Option<CgroupFiles>,
     pressure: Pressure,
+}
+
+impl CgroupState {
+    /// Writes the probe and OOM figures waiting in `hot` into `pressure`.
+    fn flush(&mut self) {
+        let h = &mut self.hot;
+        if !h.pending {
+            return;
+        }
+        h.pending = false;
+        let figure = |f: Option<(f64, SystemTime)>| {
+            f.map(|(value, measured_at)| Figure {
+                value,
+                measured_at,
+                stale: false,
+            })
+        };
+        let p = &mut self.pressure;
+        let [episodes, throttled, runq, reclaim] = h.probe;
+        p.probe_throttle_episodes_per_second = figure(episodes);
+        p.probe_throttled_seconds_per_second = figure(throttled);
+        p.runq_latency_mean_seconds = figure(runq);
+        p.memory_reclaim_stall_seconds_per_second = figure(reclaim);
+        if let Some(at) = h.oom_at {
+            let total = h.oom_probe.max(h.oom_files).max(h.oom_events);
+            p.oom_kills_total = figure(Some((total as f64, at)));
+        }
+    }
 }
 
 fn delta(cur: u64, prev: u64) -> Option<u64> {
@@ -108,7 +173,11 @@ pub(crate) struct Aggregator {
     shared: Arc<Shared>,
     control: channel::Receiver<Control>,
     clock: Clock,
-    cgroups: KeyMap<CgroupState>,
+    /// The last instant stamped (the samples of one map read share their instant).
+    last_stamp: Option<(Instant, Stamp)>,
+    /// The last interval between two probe samples of a cgroup: nanoseconds, seconds.
+    last_interval: (u64, f64),
+    cgroups: KeyMap<Box<CgroupState>>,
     ledger: ReservationLedger,
     pods: PodSet,
     pods_read_at: Instant,
@@ -147,6 +216,8 @@ impl Aggregator {
                 base_instant: now,
                 base_wall: SystemTime::now(),
             },
+            last_stamp: None,
+            last_interval: (0, 0.0),
             cgroups: KeyMap::default(),
             ledger: ReservationLedger::new(),
             pods_read_at: now,
@@ -166,18 +237,14 @@ impl Aggregator {
 
     pub(crate) fn run(mut self, current: &ArcSwap<Snapshot>, changed: &watch::Sender<u64>) {
         let _span = tracing::info_span!("aggregator").entered();
-        tracing::info!(
-            capacity = self.shared.queue.capacity(),
-            "pipeline aggregator started"
-        );
+        tracing::info!(capacity = self.shared.capacity, "pipeline aggregator started");
         loop {
             let mut handled = 0;
             while handled < BATCH {
-                let Some(input) = self.shared.queue.pop() else {
+                let Some(slot) = self.shared.queue.pop() else {
                     break;
                 };
-                self.apply(input);
-                handled += 1;
+                handled += self.apply_slot(slot);
             }
             let mut now = Instant::now();
             while let Ok(control) = self.control.try_recv() {
@@ -215,8 +282,8 @@ impl Aggregator {
             }
         }
         // Publish what was aggregated last, so nothing accepted is lost from view.
-        while let Some(input) = self.shared.queue.pop() {
-            self.apply(input);
+        while let Some(slot) = self.shared.queue.pop() {
+            self.apply_slot(slot);
         }
         if self.dirty {
             self.publish(Instant::now(), current, changed);
@@ -225,6 +292,26 @@ impl Aggregator {
     }
 
     // === Input ===
+
+    /// Applies the records of one queue slot, in order; returns how many there were.
+    fn apply_slot(&mut self, slot: Slot) -> usize {
+        match slot {
+            Slot::One(input) => {
+                self.shared.taken(1);
+                self.apply(input);
+                1
+            }
+            Slot::Batch(batch) => {
+                let records = batch.len();
+                // Free the room now: producers need not wait for the batch to be applied.
+                self.shared.taken(records);
+                for input in batch {
+                    self.apply(input);
+                }
+                records
+            }
+        }
+    }
 
     fn apply(&mut self, input: PipelineInput) {
         self.processed += 1;
@@ -238,10 +325,10 @@ impl Aggregator {
                     self.cgroups.remove(&key);
                 } else if event.kind == EventKind::OomKill as u32 {
                     let clock = self.clock;
-                    let state = self.state(key, at);
-                    state.oom_events += 1;
-                    state.last_update = Some(at);
-                    update_oom(state, clock.wall(at));
+                    let h = &mut self.state(key, at).hot;
+                    h.oom_events += 1;
+                    h.last_update = Some(at);
+                    update_oom(h, clock.wall(at));
                 }
             }
         }
@@ -249,67 +336,88 @@ impl Aggregator {
 
     /// The state of `key`, resolving its owner when it is new (or due for another try).
     fn state(&mut self, key: CgroupKey, at: Instant) -> &mut CgroupState {
-        let state = self.cgroups.entry(key).or_default();
-        if state.owner.is_none() && state.next_resolve.is_none_or(|t| at >= t) {
-            state.owner = self.resolver.resolve(&key);
-            state.next_resolve = Some(at + self.config.resolve_retry);
+        cgroup_state(
+            &mut self.cgroups,
+            &*self.resolver,
+            self.config.resolve_retry,
+            &mut self.unattributed,
+            key,
+            at,
+        )
+    }
+
+    /// `Duration::from_nanos(ns).as_secs_f64()`, remembered: the samples of one map read
+    /// usually all follow the previous read by the same interval.
+    fn interval_secs(memo: &mut (u64, f64), ns: u64) -> f64 {
+        if memo.0 != ns {
+            *memo = (ns, Duration::from_nanos(ns).as_secs_f64());
         }
-        if state.owner.is_none() {
-            self.unattributed += 1;
+        memo.1
+    }
+
+    fn stamp(&mut self, at: Instant) -> Stamp {
+        match self.last_stamp {
+            Some((last, stamp)) if last == at => stamp,
+            _ => {
+                let stamp = self.clock.stamp(at);
+                self.last_stamp = Some((at, stamp));
+                stamp
+            }
         }
-        state
     }
 
     fn apply_sample(&mut self, sample: &CgroupSample) {
-        let clock = self.clock;
-        let s = &sample.stats;
-        let cur = ProbeCounters {
-            throttle_episodes: s.throttle_episodes,
-            throttled_ns: s.throttled_ns,
-            runq_count: s.runq_count,
-            runq_total_ns: s.runq_total_ns,
-            reclaim_stall_ns: s.memcg_reclaim_stall_ns.saturating_add(s.direct_reclaim_stall_ns),
-        };
-        let state = self.state(sample.key, sample.at);
-        let measured_at = clock.wall(sample.at);
-        let fig = |value: f64| {
-            Some(Figure {
-                value,
-                measured_at,
-                stale: false,
-            })
-        };
-        if let Some((prev_at, prev)) = state.probe_last
-            && let Some(dt) = sample.at.checked_duration_since(prev_at).filter(|d| !d.is_zero())
+        let Stamp {
+            wall: measured_at,
+            ns,
+        } = self.stamp(sample.at);
+        let cur = sample.counters;
+        // Only `hot` is touched: the figures reach `pressure` when a snapshot is built.
+        let h = &mut cgroup_state(
+            &mut self.cgroups,
+            &*self.resolver,
+            self.config.resolve_retry,
+            &mut self.unattributed,
+            sample.key,
+            sample.at,
+        )
+        .hot;
+        let fig = |value: f64| Some((value, measured_at));
+        if let Some((prev_ns, prev)) = h.probe_last
+            && let Some(dt) = ns
+                .checked_sub(prev_ns)
+                .and_then(|d| u64::try_from(d).ok())
+                .filter(|&d| d > 0)
         {
-            let dt = dt.as_secs_f64();
-            let p = &mut state.pressure;
+            let dt = Self::interval_secs(&mut self.last_interval, dt);
+            let [episodes, throttled, runq, reclaim] = &mut h.probe;
             if let Some(d) = delta(cur.throttle_episodes, prev.throttle_episodes) {
-                p.probe_throttle_episodes_per_second = fig(d as f64 / dt);
+                *episodes = fig(d as f64 / dt);
             }
             if let Some(d) = delta(cur.throttled_ns, prev.throttled_ns) {
-                p.probe_throttled_seconds_per_second = fig(d as f64 / 1e9 / dt);
+                *throttled = fig(d as f64 / 1e9 / dt);
             }
             if let (Some(dc), Some(dt_ns)) = (
                 delta(cur.runq_count, prev.runq_count),
                 delta(cur.runq_total_ns, prev.runq_total_ns),
             ) {
-                p.runq_latency_mean_seconds = fig(if dc == 0 {
+                *runq = fig(if dc == 0 {
                     0.0
                 } else {
                     dt_ns as f64 / dc as f64 / 1e9
                 });
             }
             if let Some(d) = delta(cur.reclaim_stall_ns, prev.reclaim_stall_ns) {
-                p.memory_reclaim_stall_seconds_per_second = fig(d as f64 / 1e9 / dt);
+                *reclaim = fig(d as f64 / 1e9 / dt);
             }
         }
-        if state.probe_last.is_none_or(|(prev_at, _)| sample.at >= prev_at) {
-            state.probe_last = Some((sample.at, cur));
+        if h.probe_last.is_none_or(|(prev_ns, _)| ns >= prev_ns) {
+            h.probe_last = Some((ns, cur));
         }
-        state.oom_probe = state.oom_probe.max(s.oom_kills);
-        state.last_update = Some(sample.at);
-        update_oom(state, measured_at);
+        h.oom_probe = h.oom_probe.max(cur.oom_kills);
+        h.last_update = Some(sample.at);
+        h.pending = true;
+        update_oom(h, measured_at);
     }
 
     fn apply_files(&mut self, files: &CgroupFiles) {
@@ -367,7 +475,7 @@ impl Aggregator {
             p.psi_io = psi(files.psi_io, prev.and_then(|p| p.psi_io));
         }
         if let Some(oom) = files.oom_kills {
-            state.oom_files = state.oom_files.max(oom);
+            state.hot.oom_files = state.hot.oom_files.max(oom);
         }
         if state.files_last.is_none_or(|p| files.at >= p.at) {
             // Keep what this reading lacks from the previous one, so that rates of files read at
@@ -382,8 +490,8 @@ impl Aggregator {
             }
             state.files_last = Some(merged);
         }
-        state.last_update = Some(files.at);
-        update_oom(state, measured_at);
+        state.hot.last_update = Some(files.at);
+        update_oom(&mut state.hot, measured_at);
     }
 
     // === Control ===
@@ -494,7 +602,11 @@ impl Aggregator {
             let turns = t + stale_after;
             turns > self.last_tick && turns <= now
         };
-        if self.cgroups.values().any(|s| s.last_update.is_some_and(crossed)) {
+        if self
+            .cgroups
+            .values()
+            .any(|s| s.hot.last_update.is_some_and(crossed))
+        {
             self.dirty = true;
         }
         let dropped = self.shared.dropped.load(Ordering::Relaxed);
@@ -507,7 +619,7 @@ impl Aggregator {
                 tracing::warn!(
                     dropped_since_last = dropped - self.dropped_reported,
                     dropped_total = dropped,
-                    capacity = self.shared.queue.capacity(),
+                    capacity = self.shared.capacity,
                     "pipeline queue overflowed: records dropped"
                 );
                 self.dropped_reported = dropped;
@@ -522,6 +634,9 @@ impl Aggregator {
     fn publish(&mut self, now: Instant, current: &ArcSwap<Snapshot>, changed: &watch::Sender<u64>) {
         let _span = tracing::trace_span!("publish", version = self.version + 1).entered();
         self.version += 1;
+        for state in self.cgroups.values_mut() {
+            state.flush();
+        }
         let snapshot = self.build_snapshot(now);
         current.store(Arc::new(snapshot));
         changed.send_replace(self.version);
@@ -536,42 +651,45 @@ impl Aggregator {
         self.publish_gap = self.config.min_publish_interval.max(build * PUBLISH_COST_FACTOR);
     }
 
+    /// The snapshot of the current state. Figures still waiting in [`Hot`] are not in it:
+    /// [`Aggregator::publish`] flushes them first (a new aggregator has none).
     pub(crate) fn build_snapshot(&self, now: Instant) -> Snapshot {
         let wall_now = self.clock.wall(now);
         let stale_after = self.config.stale_after;
         let is_stale = |t: SystemTime| wall_now.duration_since(t).is_ok_and(|age| age > stale_after);
-        let mut pods: BTreeMap<PodRef, PodView> = BTreeMap::new();
+        // Each Pod once, found by reference (a Pod's cgroups clone nothing to look it up), then
+        // sorted by namespace, name, uid.
+        let mut pods: Vec<PodView> = Vec::with_capacity(self.pods.pods.len());
+        let mut index = PodIndex::default();
+        index.reserve(self.pods.pods.len());
         for entry in self.pods.pods.iter() {
-            pods.entry(entry.pod.clone()).or_insert_with(|| PodView {
-                pod: entry.pod.clone(),
-                requests: entry.requests,
-                ..PodView::default()
-            });
+            view_index(&mut index, &mut pods, &entry.pod, entry.requests);
         }
         let mut node_pressure = Pressure::default();
         for state in self.cgroups.values() {
-            match &state.owner {
-                None => {}
-                Some(CgroupOwner::Node) => node_pressure.merge_newer(&state.pressure),
-                Some(CgroupOwner::Pod { pod, container }) => {
-                    let view = pods.entry(pod.clone()).or_insert_with(|| PodView {
-                        pod: pod.clone(),
-                        ..PodView::default()
-                    });
-                    match container {
-                        None => view.pod_cgroup.merge_newer(&state.pressure),
-                        Some(name) => match view.containers.iter_mut().find(|c| &c.name == name) {
-                            Some(c) => c.pressure.merge_newer(&state.pressure),
-                            None => view.containers.push(ContainerView {
-                                name: name.clone(),
-                                pressure: state.pressure.clone(),
-                            }),
-                        },
-                    }
+            let (pod, container) = match &state.owner {
+                None => continue,
+                Some(CgroupOwner::Node) => {
+                    node_pressure.merge_newer(&state.pressure);
+                    continue;
                 }
+                Some(CgroupOwner::Pod { pod, container }) => (pod, container),
+            };
+            let i = view_index(&mut index, &mut pods, pod, Resources::ZERO);
+            let view = &mut pods[i];
+            let pressure = &state.pressure;
+            match container {
+                None => view.pod_cgroup.merge_newer(pressure),
+                Some(name) => match view.containers.iter_mut().find(|c| &c.name == name) {
+                    Some(c) => c.pressure.merge_newer(pressure),
+                    None => view.containers.push(ContainerView {
+                        name: name.clone(),
+                        pressure: pressure.clone(),
+                    }),
+                },
             }
         }
-        let mut pods: Vec<PodView> = pods.into_values().collect();
+        pods.sort_unstable_by(|a, b| a.pod.cmp(&b.pod));
         for pod in &mut pods {
             pod.containers.sort_by(|a, b| a.name.cmp(&b.name));
             mark_stale(&mut pod.pod_cgroup, &is_stale);
@@ -603,10 +721,52 @@ impl Aggregator {
                 processed_total: self.processed,
                 dropped_total: self.shared.dropped.load(Ordering::Relaxed),
                 unattributed_total: self.unattributed,
-                queue_capacity: self.shared.queue.capacity() as u64,
+                queue_capacity: self.shared.capacity as u64,
             },
         }
     }
+}
+
+/// The state of `key` in `cgroups`, resolving its owner when it is new (or due for another
+/// try); counts the record as unattributed while no owner is known.
+fn cgroup_state<'a>(
+    cgroups: &'a mut KeyMap<Box<CgroupState>>,
+    resolver: &dyn PodResolver,
+    resolve_retry: Duration,
+    unattributed: &mut u64,
+    key: CgroupKey,
+    at: Instant,
+) -> &'a mut CgroupState {
+    let state = cgroups.entry(key).or_default();
+    if !state.hot.owned && state.hot.next_resolve.is_none_or(|t| at >= t) {
+        state.owner = resolver.resolve(&key);
+        state.hot.owned = state.owner.is_some();
+        state.hot.next_resolve = Some(at + resolve_retry);
+    }
+    if !state.hot.owned {
+        *unattributed += 1;
+    }
+    state
+}
+
+/// Where each Pod's view is in the snapshot being built.
+type PodIndex<'a> = HashMap<&'a PodRef, usize, BuildHasherDefault<KeyHasher>>;
+
+/// The index of `pod`'s view in `pods`, added (with `requests`) if it is not there yet.
+fn view_index<'a>(
+    index: &mut PodIndex<'a>,
+    pods: &mut Vec<PodView>,
+    pod: &'a PodRef,
+    requests: Resources,
+) -> usize {
+    *index.entry(pod).or_insert_with(|| {
+        pods.push(PodView {
+            pod: pod.clone(),
+            requests,
+            ..PodView::default()
+        });
+        pods.len() - 1
+    })
 }
 
 fn sum_requests(pods: &PodSet) -> Resources {
@@ -615,14 +775,13 @@ fn sum_requests(pods: &PodSet) -> Resources {
         .fold(Resources::ZERO, |sum, p| sum.saturating_add(p.requests))
 }
 
-fn update_oom(state: &mut CgroupState, measured_at: SystemTime) {
-    let total = state.oom_probe.max(state.oom_files).max(state.oom_events);
-    if total > 0 || state.pressure.oom_kills_total.is_some() {
-        state.pressure.oom_kills_total = Some(Figure {
-            value: total as f64,
-            measured_at,
-            stale: false,
-        });
+/// One of the OOM counts was updated at `measured_at`: once any is non-zero, the OOM figure
+/// (the largest of the three, written by [`CgroupState::flush`]) is measured then.
+fn update_oom(h: &mut Hot, measured_at: SystemTime) {
+    let total = h.oom_probe.max(h.oom_files).max(h.oom_events);
+    if total > 0 || h.oom_at.is_some() {
+        h.oom_at = Some(measured_at);
+        h.pending = true;
     }
 }
 

@@ -3,6 +3,13 @@
 //!
 //! - Producers ([`PipelineSender`], cloneable) never block: a full queue drops the record and
 //!   counts it (`dropped_total`, in every snapshot and in `/metrics`, and a rate-limited warning).
+//! - A producer that reads a whole collector cycle at once hands it over as one batch
+//!   ([`PipelineSender::send_batch`]): one queue slot, one hand-over, instead of one per record.
+//!   The queue is bounded in records, not slots; a batch that does not fit is dropped whole and
+//!   every record in it is counted.
+//! - Probe samples are reduced at the producer to the counters the aggregator uses
+//!   ([`ProbeCounters`]); the rest of a probe-map value (the run-queue histogram above all) never
+//!   enters the queue. Every record is small ([`PipelineInput`] is at most 96 bytes).
 //! - The aggregator owns every piece of mutable state (per-cgroup counters, the reservation
 //!   ledger, the Pod set), so no lock is needed anywhere; state-changing requests (`Reserve`,
 //!   `Release`) reach it as [`Control`] messages with a reply channel.
@@ -17,14 +24,14 @@ pub mod snapshot;
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     thread::{self, JoinHandle},
     time::{Duration, Instant},
 };
 
 use arc_swap::ArcSwap;
-use crossbeam::{channel, queue::ArrayQueue};
+use crossbeam::{channel, queue::ArrayQueue, utils::CachePadded};
 use headroom_common::{CgroupKey, CgroupStats, ProbeEvent};
 use headroom_node_model::{LedgerError, NodeHeadroom, Resources};
 use tokio::sync::{oneshot, watch};
@@ -37,15 +44,60 @@ pub use snapshot::{
 
 // === Input ===
 
-/// Cumulative per-cgroup counters from the probes (summed over CPUs), read at `at`.
+/// The probe counters the aggregator derives figures from: cumulative, summed over CPUs.
+///
+/// A probe-map value ([`CgroupStats`]) also carries a 32-bucket run-queue latency histogram and
+/// reclaim episode counts that no served figure uses (`headroomd observe` reads them from the
+/// probes directly); producers reduce each value to this before queueing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ProbeCounters {
+    /// Throttle episodes.
+    pub throttle_episodes: u64,
+    /// Throttled time, nanoseconds.
+    pub throttled_ns: u64,
+    /// Run-queue latency samples.
+    pub runq_count: u64,
+    /// Sum of run-queue latency samples, nanoseconds.
+    pub runq_total_ns: u64,
+    /// Memcg limit reclaim plus direct reclaim stall time, nanoseconds.
+    pub reclaim_stall_ns: u64,
+    /// OOM victims.
+    pub oom_kills: u64,
+}
+
+impl From<&CgroupStats> for ProbeCounters {
+    fn from(s: &CgroupStats) -> Self {
+        Self {
+            throttle_episodes: s.throttle_episodes,
+            throttled_ns: s.throttled_ns,
+            runq_count: s.runq_count,
+            runq_total_ns: s.runq_total_ns,
+            reclaim_stall_ns: s.memcg_reclaim_stall_ns.saturating_add(s.direct_reclaim_stall_ns),
+            oom_kills: s.oom_kills,
+        }
+    }
+}
+
+/// Cumulative probe counters of one cgroup (summed over CPUs), read at `at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CgroupSample {
     /// Which cgroup.
     pub key: CgroupKey,
-    /// Cumulative counters, summed over CPUs.
-    pub stats: CgroupStats,
+    /// What the aggregator uses of the probe map's value.
+    pub counters: ProbeCounters,
     /// When the map was read.
     pub at: Instant,
+}
+
+impl CgroupSample {
+    /// The sample of a probe-map value: `stats` reduced to [`ProbeCounters`].
+    pub fn new(key: CgroupKey, stats: &CgroupStats, at: Instant) -> Self {
+        Self {
+            key,
+            counters: stats.into(),
+            at,
+        }
+    }
 }
 
 /// `cpu.stat` (cumulative).
@@ -130,14 +182,30 @@ impl CgroupFiles {
 }
 
 /// A record for the aggregator.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PipelineInput {
     /// Probe counters of one cgroup.
     Sample(CgroupSample),
     /// A discrete probe event (OOM kill, cgroup created or removed), received at the given instant.
     Event(ProbeEvent, Instant),
-    /// A reading of a cgroup's files.
-    CgroupFiles(CgroupFiles),
+    /// A reading of a cgroup's files (boxed: it is several times the size of the other records,
+    /// and read at the pace of file system calls, so one allocation per reading costs nothing).
+    CgroupFiles(Box<CgroupFiles>),
+}
+
+// Records are copied into batches and queue slots: keep them within a cache line and a half.
+const _: () = assert!(std::mem::size_of::<PipelineInput>() <= 96);
+
+impl From<CgroupSample> for PipelineInput {
+    fn from(sample: CgroupSample) -> Self {
+        Self::Sample(sample)
+    }
+}
+
+impl From<CgroupFiles> for PipelineInput {
+    fn from(files: CgroupFiles) -> Self {
+        Self::CgroupFiles(Box::new(files))
+    }
 }
 
 // === Configuration ===
@@ -149,7 +217,7 @@ pub struct PipelineConfig {
     pub node_name: String,
     /// The node's allocatable resources.
     pub allocatable: Resources,
-    /// Queue capacity (records).
+    /// Queue capacity, in records (a batch takes as many as it holds).
     pub queue_capacity: usize,
     /// Figures older than this are served with `stale = true`.
     pub stale_after: Duration,
@@ -177,25 +245,45 @@ impl Default for PipelineConfig {
 
 // === Producers ===
 
+/// One queue slot: a record, or a producer's batch of records (in order).
+#[derive(Debug)]
+enum Slot {
+    One(PipelineInput),
+    Batch(Vec<PipelineInput>),
+}
+
 /// State shared by producers, the aggregator and readers (all atomics; no locks).
 #[derive(Debug)]
 struct Shared {
-    queue: ArrayQueue<PipelineInput>,
+    /// As many slots as records fit (every slot holds at least one record), so a push admitted
+    /// by `queued` always finds a free slot.
+    queue: ArrayQueue<Slot>,
+    /// Records in the queue (admitted, not yet taken by the aggregator); at most `capacity`.
+    queued: CachePadded<AtomicUsize>,
+    /// Queue capacity in records.
+    capacity: usize,
     dropped: AtomicU64,
     /// The aggregator is (about to be) parked and wants an unpark after the next push.
     sleeping: AtomicBool,
     shutdown: AtomicBool,
 }
 
-/// Why a record was not queued.
+impl Shared {
+    /// The aggregator took a slot of `records` records off the queue.
+    fn taken(&self, records: usize) {
+        self.queued.fetch_sub(records, Ordering::AcqRel);
+    }
+}
+
+/// Why a record (or a batch) was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
-    /// The queue was full; the record was dropped and counted.
-    #[error("pipeline queue full: record dropped")]
+    /// The queue was full; the record, or every record of the batch, was dropped and counted.
+    #[error("pipeline queue full: record(s) dropped")]
     Full,
 }
 
-/// A cheap, cloneable producer. `send` never blocks.
+/// A cheap, cloneable producer. Sending never blocks.
 #[derive(Clone)]
 pub struct PipelineSender {
     shared: Arc<Shared>,
@@ -205,26 +293,60 @@ pub struct PipelineSender {
 impl PipelineSender {
     /// Queues a record; on a full queue drops it, counts it and returns [`SendError::Full`].
     pub fn send(&self, input: PipelineInput) -> Result<(), SendError> {
-        match self.shared.queue.push(input) {
-            Ok(()) => {
-                std::sync::atomic::fence(Ordering::SeqCst);
-                if self.shared.sleeping.load(Ordering::Relaxed)
-                    && self.shared.sleeping.swap(false, Ordering::AcqRel)
-                {
-                    self.aggregator.unpark();
-                }
-                Ok(())
-            }
-            Err(_) => {
-                self.shared.dropped.fetch_add(1, Ordering::Relaxed);
-                Err(SendError::Full)
-            }
+        self.push(Slot::One(input), 1)
+    }
+
+    /// Queues a batch of records in one slot (the aggregator applies them in order, before
+    /// anything sent after it). The batch is taken whole or not at all: if its records do not fit
+    /// in the queue's remaining capacity (or it holds more than the capacity), every one of them
+    /// is dropped and counted, and [`SendError::Full`] is returned. An empty batch is a no-op.
+    pub fn send_batch(&self, mut batch: Vec<PipelineInput>) -> Result<(), SendError> {
+        match batch.len() {
+            0 => Ok(()),
+            1 => match batch.pop() {
+                Some(input) => self.send(input),
+                None => Ok(()),
+            },
+            n => self.push(Slot::Batch(batch), n),
         }
+    }
+
+    fn push(&self, slot: Slot, records: usize) -> Result<(), SendError> {
+        let shared = &*self.shared;
+        let admitted = shared
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                queued
+                    .checked_add(records)
+                    .filter(|&total| total <= shared.capacity)
+            })
+            .is_ok();
+        if !admitted {
+            shared.dropped.fetch_add(records as u64, Ordering::Relaxed);
+            return Err(SendError::Full);
+        }
+        if shared.queue.push(slot).is_err() {
+            // Unreachable while every slot holds a record and `queued` <= capacity = slots; if
+            // it ever happens, the records are still counted, never silently lost.
+            shared.taken(records);
+            shared.dropped.fetch_add(records as u64, Ordering::Relaxed);
+            return Err(SendError::Full);
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if shared.sleeping.load(Ordering::Relaxed) && shared.sleeping.swap(false, Ordering::AcqRel) {
+            self.aggregator.unpark();
+        }
+        Ok(())
     }
 
     /// Records dropped so far.
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Queue capacity, in records.
+    pub fn capacity(&self) -> usize {
+        self.shared.capacity
     }
 }
 
@@ -372,8 +494,11 @@ pub fn spawn(
     resolver: Arc<dyn PodResolver>,
     pod_source: Arc<dyn PodSource>,
 ) -> std::io::Result<(PipelineHandle, SnapshotReader)> {
+    let capacity = config.queue_capacity.max(1);
     let shared = Arc::new(Shared {
-        queue: ArrayQueue::new(config.queue_capacity.max(1)),
+        queue: ArrayQueue::new(capacity),
+        queued: CachePadded::new(AtomicUsize::new(0)),
+        capacity,
         dropped: AtomicU64::new(0),
         sleeping: AtomicBool::new(false),
         shutdown: AtomicBool::new(false),

@@ -97,7 +97,7 @@ fn files(
         usage_bytes: 300 << 20,
         working_set_bytes: 200 << 20,
     });
-    PipelineInput::CgroupFiles(f)
+    f.into()
 }
 
 #[test]
@@ -141,12 +141,7 @@ fn probe_rates_and_oom_events() {
     let tx = f.handle.sender();
     let t0 = Instant::now();
     let mut stats = CgroupStats::ZERO;
-    tx.send(PipelineInput::Sample(CgroupSample {
-        key: key(10),
-        stats,
-        at: t0,
-    }))
-    .unwrap();
+    tx.send(CgroupSample::new(key(10), &stats, t0).into()).unwrap();
     stats.throttle_episodes = 20;
     stats.throttled_ns = 500_000_000;
     stats.memcg_reclaim_stall_ns = 100_000_000;
@@ -154,12 +149,12 @@ fn probe_rates_and_oom_events() {
     stats.runq_count = 10;
     stats.runq_total_ns = 10_000_000;
     stats.oom_kills = 1;
-    tx.send(PipelineInput::Sample(CgroupSample {
-        key: key(10),
-        stats,
-        at: t0 + Duration::from_secs(2),
-    }))
-    .unwrap();
+    // What no figure uses (and producers leave out of the queue) must not matter.
+    stats.runq_hist[7] = 10;
+    stats.memcg_reclaim_episodes = 3;
+    stats.direct_reclaim_episodes = 4;
+    tx.send(CgroupSample::new(key(10), &stats, t0 + Duration::from_secs(2)).into())
+        .unwrap();
     let event = ProbeEvent {
         kind: EventKind::OomKill as u32,
         pid: 42,
@@ -387,4 +382,197 @@ async fn reservations_expire() {
     .await
     .expect("expiry is published to watchers");
     assert_eq!(f.reader.load().node.headroom.reserved, Resources::ZERO);
+}
+
+#[test]
+fn probe_counters_keep_what_the_aggregator_uses() {
+    let mut stats = CgroupStats::ZERO;
+    stats.throttle_episodes = 1;
+    stats.throttled_ns = 2;
+    stats.runq_hist = [9; headroom_common::RUNQ_HIST_BUCKETS];
+    stats.runq_count = 3;
+    stats.runq_total_ns = 4;
+    stats.memcg_reclaim_episodes = 9;
+    stats.memcg_reclaim_stall_ns = 5;
+    stats.direct_reclaim_episodes = 9;
+    stats.direct_reclaim_stall_ns = u64::MAX;
+    stats.oom_kills = 6;
+    let sample = CgroupSample::new(key(3), &stats, Instant::now());
+    assert_eq!(
+        sample.counters,
+        ProbeCounters {
+            throttle_episodes: 1,
+            throttled_ns: 2,
+            runq_count: 3,
+            runq_total_ns: 4,
+            reclaim_stall_ns: u64::MAX,
+            oom_kills: 6,
+        }
+    );
+    assert!(std::mem::size_of::<PipelineInput>() * 3 <= std::mem::size_of::<CgroupStats>());
+}
+
+/// A mixed stream for the Pod cgroup `pod_key` and its container `app_key`: probe samples (full
+/// map values, reduced by the producer), file readings, OOM events, a counter reset and a sample
+/// that arrives late.
+fn mixed_stream(pod_key: CgroupKey, app_key: CgroupKey, t0: Instant) -> Vec<PipelineInput> {
+    let oom = ProbeEvent {
+        kind: EventKind::OomKill as u32,
+        pid: 7,
+        timestamp_ns: 0,
+        cgroup: app_key,
+        cpu_cgroup: app_key,
+        comm: [0; 16],
+    };
+    let mut out = Vec::new();
+    for i in 0..60u64 {
+        let at = t0 + Duration::from_millis(100 * i);
+        let mut stats = CgroupStats::ZERO;
+        // Counters reset half-way (a cgroup id reused, a map entry forgotten).
+        let c = if i < 30 { i } else { i - 30 };
+        stats.throttle_episodes = c * c;
+        stats.throttled_ns = c * 3_000_000;
+        #[allow(clippy::cast_possible_truncation)]
+        let bucket = (c % 32) as usize;
+        stats.runq_hist[bucket] = c;
+        stats.runq_count = c * 7;
+        stats.runq_total_ns = c * c * 11_000;
+        stats.memcg_reclaim_stall_ns = c * 1_000;
+        stats.direct_reclaim_stall_ns = c * 500;
+        stats.oom_kills = c / 10;
+        out.push(CgroupSample::new(pod_key, &stats, at).into());
+        out.push(CgroupSample::new(app_key, &stats, at).into());
+        out.push(files(
+            app_key,
+            at,
+            i * 10,
+            i * i / 8,
+            i * 1_000_000,
+            i * 50_000_000,
+        ));
+        if i % 17 == 0 {
+            out.push(PipelineInput::Event(oom, at));
+        }
+        if i == 40 {
+            let mut late = stats;
+            late.throttle_episodes = 1_000_000;
+            out.push(CgroupSample::new(pod_key, &late, at - Duration::from_millis(150)).into());
+        }
+    }
+    out
+}
+
+#[test]
+fn batched_input_is_aggregated_like_single_records() {
+    let f = fixture(config());
+    // Pod 2: the same shape as Pod 1 (Pod cgroup 20, container `app` 21).
+    for (k, container) in [(key(20), None), (key(21), Some("app".to_owned()))] {
+        f.resolver.insert(
+            k,
+            CgroupOwner::Pod {
+                pod: pod(2),
+                container,
+            },
+        );
+    }
+    let tx = f.handle.sender();
+    let t0 = Instant::now();
+    let single = mixed_stream(key(10), key(11), t0);
+    let batched = mixed_stream(key(20), key(21), t0);
+    let total = (single.len() + batched.len()) as u64;
+    // Pod 1 one record at a time, Pod 2 in batches of assorted sizes, interleaved.
+    let mut single = single.into_iter();
+    let mut batched = batched.into_iter();
+    for size in [1usize, 7, 64, 0, 2, 200].into_iter().cycle() {
+        let batch: Vec<_> = batched.by_ref().take(size).collect();
+        let done = batch.is_empty() && size > 0;
+        tx.send_batch(batch).unwrap();
+        for r in single.by_ref().take(size) {
+            tx.send(r).unwrap();
+        }
+        if done {
+            break;
+        }
+    }
+    for r in single {
+        tx.send(r).unwrap();
+    }
+    let s = wait_for(&f.reader, "every record", |s| s.stats.processed_total == total);
+    assert_eq!(s.stats.dropped_total, 0);
+    assert_eq!(s.stats.unattributed_total, 0);
+    let (one, two) = (s.pod("uid-1").unwrap(), s.pod("uid-2").unwrap());
+    let p = &one.pod_cgroup;
+    assert!(p.probe_throttle_episodes_per_second.is_some(), "{p:?}");
+    assert!(p.runq_latency_mean_seconds.is_some());
+    assert!(p.memory_reclaim_stall_seconds_per_second.is_some());
+    let app = &one.containers[0].pressure;
+    assert!(app.cpu_throttled_ratio.is_some(), "{app:?}");
+    assert_eq!(app.oom_kills_total.map(|f| f.value), Some(4.0));
+    assert_eq!(one.pod_cgroup, two.pod_cgroup);
+    assert_eq!(one.containers, two.containers);
+}
+
+#[test]
+fn batch_overflow_counts_records_not_batches() {
+    let f = fixture(PipelineConfig {
+        queue_capacity: 8,
+        ..config()
+    });
+    let tx = f.handle.sender();
+    let now = Instant::now();
+    let batch = |n: u64, first: u64| -> Vec<PipelineInput> {
+        (first..first + n)
+            .map(|i| files(key(1000 + i % 64), now, i, 0, 0, 0))
+            .collect()
+    };
+    // More records than the whole queue holds: never fits; every record is counted.
+    assert_eq!(tx.send_batch(batch(9, 0)), Err(SendError::Full));
+    assert_eq!(tx.dropped(), 9);
+    // An empty batch is no record at all.
+    assert_eq!(tx.send_batch(Vec::new()), Ok(()));
+    assert_eq!(tx.dropped(), 9);
+    let (batches, size) = (50_000u64, 3u64);
+    let mut refused = 0;
+    for b in 0..batches {
+        if tx.send_batch(batch(size, b * size)).is_err() {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused > 0,
+        "an 8-record queue fed 50k batches without a pause must overflow"
+    );
+    let dropped = 9 + refused * size;
+    assert_eq!(tx.dropped(), dropped, "dropped counts records, not batches");
+    let s = wait_for(&f.reader, "dropped in snapshot", |s| {
+        s.stats.dropped_total == dropped && s.stats.processed_total + refused * size == batches * size
+    });
+    assert_eq!(s.stats.queue_capacity, 8);
+}
+
+#[test]
+fn shutdown_applies_every_accepted_batch() {
+    let Fixture { handle, reader, .. } = fixture(config());
+    let tx = handle.sender();
+    let t0 = Instant::now();
+    let mut accepted = 0u64;
+    for b in 0..200u64 {
+        let batch: Vec<PipelineInput> = (0..100u64)
+            .map(|i| {
+                let mut stats = CgroupStats::ZERO;
+                stats.throttle_episodes = b;
+                CgroupSample::new(key(10 + i % 2), &stats, t0 + Duration::from_millis(b)).into()
+            })
+            .collect();
+        if tx.send_batch(batch).is_ok() {
+            accepted += 100;
+        }
+    }
+    handle.shutdown();
+    let s = reader.load();
+    assert_eq!(accepted, 20_000, "the default queue holds 20k records");
+    assert_eq!(
+        s.stats.processed_total, accepted,
+        "the last snapshot shows every record accepted before shutdown"
+    );
 }

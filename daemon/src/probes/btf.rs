@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use btf_rs::{Btf, Type};
-use headroom_common::{ProbeConfig, ThrottleModel};
+use headroom_common::{ProbeConfig, RunqModel, ThrottleModel};
 
 /// What went wrong while reading the kernel's type information.
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +178,7 @@ impl KernelBtf {
             css_set_subsys: self.offset_of("css_set", "subsys")?,
             css_set_dfl_cgrp: self.offset_of("css_set", "dfl_cgrp")?,
             css_cgroup: self.offset_of("cgroup_subsys_state", "cgroup")?,
+            css_id: self.offset_of("cgroup_subsys_state", "id")?,
             cgroup_kn: self.offset_of("cgroup", "kn")?,
             kernfs_node_id: self.offset_of("kernfs_node", "id")?,
             cgroup_root: self.offset_of("cgroup", "root")?,
@@ -204,6 +205,31 @@ impl KernelBtf {
                     config.throttle_model = ThrottleModel::Unavailable as u32;
                     warnings.push(format!("CFS throttling is not observed: {e}"));
                 }
+            }
+        }
+        // Run-queue latency: the scheduler's own `sched_info` stamps when it is there
+        // (CONFIG_SCHED_INFO, set by delay accounting and schedstats), else wakeup probes.
+        let sched_info = (|| {
+            Ok::<_, BtfError>((
+                self.offset_of("task_struct", "sched_info.last_queued")?,
+                self.offset_of("task_struct", "se.cfs_rq")?,
+                self.offset_of("cfs_rq", "rq")?,
+                self.offset_of("rq", "clock")?,
+            ))
+        })();
+        match sched_info {
+            Ok((last_queued, se_cfs_rq, cfs_rq_rq, rq_clock)) => {
+                config.runq_model = RunqModel::SchedInfo as u32;
+                config.task_last_queued = last_queued;
+                config.task_se_cfs_rq = se_cfs_rq;
+                config.cfs_rq_rq = cfs_rq_rq;
+                config.rq_clock = rq_clock;
+            }
+            Err(e) => {
+                config.runq_model = RunqModel::WakeupMap as u32;
+                warnings.push(format!(
+                    "run-queue latency from wakeup probes (costlier): the scheduler's own stamps are not available: {e}"
+                ));
             }
         }
         Ok((config, warnings))
@@ -235,6 +261,15 @@ mod tests {
         assert_eq!(config.task_tgid, config.task_pid + 4);
         assert!(config.kernfs_node_id > 0 || config.cgroup_kn > 0);
         assert_ne!(config.cpu_subsys_index, config.memory_subsys_index);
+    }
+
+    #[test]
+    fn this_kernel_uses_the_sched_info_runq_model() {
+        let Some(btf) = kernel() else { return };
+        let (config, warnings) = btf.probe_offsets().expect("offsets");
+        // 6.18 with delay accounting: the cheaper model must be picked here.
+        assert_eq!(config.runq_model, RunqModel::SchedInfo as u32, "{warnings:?}");
+        assert!(config.task_last_queued > 0 && config.cfs_rq_rq > 0 && config.task_se_cfs_rq > 0);
     }
 
     #[test]

@@ -5,21 +5,31 @@
 //! working.
 pub mod btf;
 
-use std::{collections::HashMap, os::fd::OwnedFd, path::PathBuf};
+use std::{
+    collections::{HashMap, HashSet},
+    os::fd::OwnedFd,
+    path::PathBuf,
+};
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{MapData, PerCpuArray, PerCpuHashMap, RingBuf},
+    maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::BtfTracePoint,
 };
-use headroom_common::{CgroupKey, CgroupStats, ProbeEvent, RUNQ_HIST_BUCKETS, ThrottleModel, counter};
-use tracing::{info, warn};
+use headroom_common::{
+    CgroupKey, CgroupStats, ProbeEvent, RUNQ_HIST_BUCKETS, RUNQ_SLOTS, RunqModel, RunqSlot, ThrottleModel,
+    counter,
+};
+use tracing::{debug, info, warn};
 
 pub use self::btf::{BtfError, KernelBtf};
 use crate::cgroups::{CgroupHost, HostError};
 
 /// The probe object built by `cargo xtask build-ebpf` (empty when it was not built).
 static PROBE_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/headroom-probes.o"));
+
+/// Programs only [`RunqModel::WakeupMap`] needs (not attached otherwise).
+const WAKEUP_MAP_ONLY: &[&str] = &["sched_wakeup", "sched_wakeup_new"];
 
 /// Programs in the object and the BTF tracepoint each one attaches to.
 pub const PROGRAMS: &[(&str, &str)] = &[
@@ -135,7 +145,14 @@ pub struct Probes {
     pub programs: Vec<ProgramStatus>,
     /// Things that work but less well than they could (missing optional kernel fields).
     pub warnings: Vec<String>,
+    /// Removed cgroups whose run-queue slot copies may still carry their key (a CPU restarts
+    /// a copy only when it next counts for the slot's new owner): not reported again.
+    forgotten: HashSet<CgroupKey>,
 }
+
+/// Run-queue slots read beyond the highest one the probes say they took: that mark is raised
+/// without atomics and a race between CPUs can lose a raise.
+const RUNQ_SLOTS_MARGIN: u32 = 64;
 
 // aya-log speaks the `log` facade; tracing-subscriber forwards it.
 use log as log_facade;
@@ -197,6 +214,13 @@ impl Probes {
             .map_err(|e| ProbeError::Load(format!("kernel BTF: {e}")))?;
         let mut programs = Vec::with_capacity(PROGRAMS.len());
         for &(program, tracepoint) in PROGRAMS {
+            if config.runq_model != RunqModel::WakeupMap as u32 && WAKEUP_MAP_ONLY.contains(&program) {
+                debug!(
+                    program,
+                    "not attached: run-queue latency comes from the scheduler's sched_info"
+                );
+                continue;
+            }
             let error = attach(&mut ebpf, program, tracepoint, &aya_btf).err();
             if let Some(error) = &error {
                 warn!(program, tracepoint, "probe not attached: {error}");
@@ -229,6 +253,7 @@ impl Probes {
         info!(
             mode = ?host.mode,
             ?throttle_model,
+            runq_model = if config.runq_model == RunqModel::SchedInfo as u32 { "sched_info" } else { "wakeup map" },
             attached = programs.iter().filter(|p| p.error.is_none()).count(),
             "probes loaded"
         );
@@ -241,11 +266,12 @@ impl Probes {
             throttle_model,
             programs,
             warnings,
+            forgotten: HashSet::new(),
         })
     }
 
     /// Cumulative counters of every cgroup seen so far, summed over CPUs.
-    pub fn read_stats(&self) -> Result<HashMap<CgroupKey, CgroupStats>, ProbeError> {
+    pub fn read_stats(&mut self) -> Result<HashMap<CgroupKey, CgroupStats>, ProbeError> {
         let map = self.ebpf.map("CGROUP_STATS").ok_or(ProbeError::Map {
             name: "CGROUP_STATS",
             reason: "missing".into(),
@@ -265,7 +291,54 @@ impl Probes {
             }
             out.insert(key, total);
         }
+        self.add_runq_slots(&mut out)?;
         Ok(out)
+    }
+
+    /// Adds the run-queue slots' counters to `out`, by the key each CPU's copy carries.
+    fn add_runq_slots(&mut self, out: &mut HashMap<CgroupKey, CgroupStats>) -> Result<(), ProbeError> {
+        let map_error = |name: &'static str| {
+            move |e: aya::maps::MapError| ProbeError::Map {
+                name,
+                reason: e.to_string(),
+            }
+        };
+        let used = {
+            let map = self.ebpf.map("RUNQ_SLOTS_USED").ok_or(ProbeError::Map {
+                name: "RUNQ_SLOTS_USED",
+                reason: "missing".into(),
+            })?;
+            let used: Array<_, u64> = Array::try_from(map).map_err(map_error("RUNQ_SLOTS_USED"))?;
+            used.get(&0, 0).map_err(map_error("RUNQ_SLOTS_USED"))?
+        };
+        let end = u32::try_from(used)
+            .unwrap_or(RUNQ_SLOTS)
+            .saturating_add(RUNQ_SLOTS_MARGIN)
+            .min(RUNQ_SLOTS);
+        let map = self.ebpf.map("RUNQ_SLOT").ok_or(ProbeError::Map {
+            name: "RUNQ_SLOT",
+            reason: "missing".into(),
+        })?;
+        let slots: PerCpuArray<_, RunqSlot> = PerCpuArray::try_from(map).map_err(map_error("RUNQ_SLOT"))?;
+        let mut seen_forgotten = HashSet::new();
+        for index in 0..end {
+            let per_cpu = slots.get(&index, 0).map_err(map_error("RUNQ_SLOT"))?;
+            for slot in per_cpu.iter().filter(|s| s.key != CgroupKey::default()) {
+                if self.forgotten.contains(&slot.key) {
+                    seen_forgotten.insert(slot.key);
+                    continue;
+                }
+                let total = out.entry(slot.key).or_insert(CgroupStats::ZERO);
+                total.runq_count += slot.runq_count;
+                total.runq_total_ns += slot.runq_total_ns;
+                for (sum, add) in total.runq_hist.iter_mut().zip(&slot.runq_hist) {
+                    *sum += add;
+                }
+            }
+        }
+        // A forgotten key no copy carries any more cannot come back (cgroup ids are unique).
+        self.forgotten = seen_forgotten;
+        Ok(())
     }
 
     /// Drops the counters of a cgroup that was removed: the kernel map is bounded
@@ -279,6 +352,7 @@ impl Probes {
             // Absent (never active) is fine.
             let _ = stats.remove(key);
         }
+        self.forgotten.insert(*key);
     }
 
     /// Calls `handle` for every event waiting in the ring buffer; returns how many records

@@ -1,15 +1,19 @@
 //! The gRPC server: `headroom.v1.Headroom`, gRPC health and reflection, on a Unix socket
-//! (mode 0600 by default) with request size limits and a uid allow-list for state-changing RPCs.
+//! (mode 0600 by default) with request size limits and a uid allow-list for state-changing RPCs,
+//! and, only when configured, the same services on TCP with mutual TLS ([`tls`]; who may write
+//! there: [`access`]).
 
 pub mod access;
 pub mod actuator;
 pub mod client;
 pub mod convert;
 pub mod service;
+pub mod tls;
 pub mod validate;
 
 use std::{
     io,
+    net::SocketAddr,
     os::unix::fs::{FileTypeExt as _, PermissionsExt as _},
     path::{Path, PathBuf},
     sync::Arc,
@@ -17,12 +21,17 @@ use std::{
 };
 
 use headroom_proto::v1::headroom_server::HeadroomServer;
-use tokio::{net::UnixListener, sync::oneshot, task::JoinHandle};
+use tokio::{
+    net::{TcpListener, UnixListener},
+    sync::oneshot,
+    task::JoinHandle,
+};
 use tokio_stream::wrappers::UnixListenerStream;
 
 pub use access::{AccessPolicy, Peer};
 pub use actuator::{ActuatorError, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator};
 pub use service::{HeadroomService, ServiceLimits};
+pub use tls::{TcpConfig, TlsError};
 
 use crate::pipeline::{LedgerHandle, SnapshotReader};
 
@@ -78,12 +87,45 @@ pub enum ServerError {
     /// The reflection service could not be built.
     #[error("reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// A TLS file of `[server.tcp]` cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// tonic refused the (already checked) TLS settings.
+    #[error("TLS setup for server.tcp: {0}")]
+    TlsSetup(String),
+    /// The TCP address could not be bound.
+    #[error("server.tcp.listen {addr}: cannot bind: {source}")]
+    TcpBind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: io::Error,
+    },
 }
 
-/// A running server.
-pub struct ServerHandle {
+/// One listener's serving task.
+struct Listener {
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl Listener {
+    fn spawn<F>(serve: impl FnOnce(oneshot::Receiver<()>) -> F) -> Listener
+    where
+        F: Future<Output = Result<(), tonic::transport::Error>> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        Listener {
+            shutdown: Some(tx),
+            task: tokio::spawn(serve(rx)),
+        }
+    }
+}
+
+/// A running server: the Unix socket, and the TCP listener when configured.
+pub struct ServerHandle {
+    uds: Listener,
+    tcp: Option<(SocketAddr, Listener)>,
     path: PathBuf,
     health: tonic_health::server::HealthReporter,
 }
@@ -94,6 +136,11 @@ impl ServerHandle {
         &self.path
     }
 
+    /// The bound TCP address (mutual TLS), when `[server.tcp]` is configured.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// The health reporter (to mark the service not serving, e.g. when probes fail).
     pub fn health(&self) -> &tonic_health::server::HealthReporter {
         &self.health
@@ -101,26 +148,51 @@ impl ServerHandle {
 
     /// Stops accepting, lets in-flight requests finish (bounded), removes the socket.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
+        let mut listeners = vec![&mut self.uds];
+        if let Some((_, tcp)) = self.tcp.as_mut() {
+            listeners.push(tcp);
         }
-        let result = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
-        let _ = std::fs::remove_file(&self.path);
-        match result {
-            Ok(joined) => Ok(joined??),
-            Err(_) => {
-                // A client that holds a connection open and never reads cannot keep the daemon
-                // alive: its connection is cut. Nothing is lost (every RPC is all or nothing).
-                self.task.abort();
-                tracing::warn!("gRPC connections still open after 5 s; closed them");
-                Ok(())
+        for l in listeners.iter_mut() {
+            if let Some(tx) = l.shutdown.take() {
+                let _ = tx.send(());
             }
         }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let mut result = Ok(());
+        let mut cut = false;
+        for l in listeners {
+            match tokio::time::timeout_at(deadline, &mut l.task).await {
+                Ok(joined) => {
+                    let joined = joined.map_err(anyhow::Error::from).and_then(|r| Ok(r?));
+                    if result.is_ok() {
+                        result = joined;
+                    }
+                }
+                Err(_) => {
+                    // A client that holds a connection open and never reads cannot keep the
+                    // daemon alive: its connection is cut. Nothing is lost (every RPC is all or
+                    // nothing).
+                    l.task.abort();
+                    cut = true;
+                }
+            }
+        }
+        let _ = std::fs::remove_file(&self.path);
+        if cut {
+            tracing::warn!("gRPC connections still open after 5 s; closed them");
+        }
+        result
     }
 
-    /// Waits until the server stops on its own (an error).
+    /// Waits until the server stops on its own (an error), on either listener.
     pub async fn wait(&mut self) -> anyhow::Result<()> {
-        Ok((&mut self.task).await??)
+        match self.tcp.as_mut() {
+            None => Ok((&mut self.uds.task).await??),
+            Some((_, tcp)) => tokio::select! {
+                r = &mut self.uds.task => Ok(r??),
+                r = &mut tcp.task => Ok(r??),
+            },
+        }
     }
 }
 
@@ -173,7 +245,37 @@ pub async fn serve_uds(
     ledger: LedgerHandle,
     actuator: Arc<dyn ResizeActuator>,
 ) -> Result<ServerHandle, ServerError> {
-    let listener = bind_socket(&config.socket_path, config.socket_mode)?;
+    serve(config, None, reader, ledger, actuator).await
+}
+
+/// Starts the server on the Unix socket of `config` and, when `tcp` is given, the same services
+/// (one service instance: same ledger, same watcher limit) on TCP with mutual TLS. The TLS files
+/// are checked and the TCP address bound before the socket is, so a bad `[server.tcp]` leaves
+/// nothing behind. Must be called inside a Tokio runtime.
+pub async fn serve(
+    config: &ServerConfig,
+    tcp: Option<&TcpConfig>,
+    reader: SnapshotReader,
+    ledger: LedgerHandle,
+    actuator: Arc<dyn ResizeActuator>,
+) -> Result<ServerHandle, ServerError> {
+    let tcp = match tcp {
+        None => None,
+        Some(tcp) => {
+            let tls = tls::load(tcp)?;
+            let listener = TcpListener::bind(tcp.listen)
+                .await
+                .map_err(|source| ServerError::TcpBind {
+                    addr: tcp.listen,
+                    source,
+                })?;
+            let addr = listener.local_addr().map_err(|source| ServerError::TcpBind {
+                addr: tcp.listen,
+                source,
+            })?;
+            Some((tls, listener, addr))
+        }
+    };
     let service = HeadroomService::new(
         reader,
         ledger,
@@ -183,37 +285,80 @@ pub async fn serve_uds(
     );
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<HeadroomServer<HeadroomService>>().await;
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()?;
-    let headroom = HeadroomServer::new(service)
-        .max_decoding_message_size(config.max_request_bytes)
-        .max_encoding_message_size(64 << 20);
-    let (tx, rx) = oneshot::channel::<()>();
-    let router = tonic::transport::Server::builder()
-        .concurrency_limit_per_connection(config.concurrency_per_connection)
-        .max_concurrent_streams(config.max_concurrent_streams)
-        .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(headroom);
+    let builder = || {
+        tonic::transport::Server::builder()
+            .concurrency_limit_per_connection(config.concurrency_per_connection)
+            .max_concurrent_streams(config.max_concurrent_streams)
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+    };
+    let routes =
+        |mut builder: tonic::transport::Server| -> Result<tonic::transport::server::Router, ServerError> {
+            let reflection_v1 = tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                .build_v1()?;
+            let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                .build_v1alpha()?;
+            let headroom = HeadroomServer::new(service.clone())
+                .max_decoding_message_size(config.max_request_bytes)
+                .max_encoding_message_size(64 << 20);
+            Ok(builder
+                .add_service(health_service.clone())
+                .add_service(reflection_v1)
+                .add_service(reflection_v1alpha)
+                .add_service(headroom))
+        };
+    let tcp = match tcp {
+        None => None,
+        Some((tls, listener, addr)) => {
+            let router = routes(
+                builder()
+                    .tls_config(tls)
+                    .map_err(|e| ServerError::TlsSetup(error_chain(&e)))?,
+            )?;
+            Some((router, listener, addr))
+        }
+    };
+    let router = routes(builder())?;
+    // Last: everything that can fail has, so a refused start leaves no socket file.
+    let listener = bind_socket(&config.socket_path, config.socket_mode)?;
+    let tcp = tcp.map(|(router, listener, addr)| {
+        let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        tracing::info!(%addr, "gRPC serving on TCP (mutual TLS)");
+        let serving = Listener::spawn(|rx| {
+            router.serve_with_incoming_shutdown(incoming, async {
+                let _ = rx.await;
+            })
+        });
+        (addr, serving)
+    });
     let incoming = UnixListenerStream::new(listener);
     let path = config.socket_path.clone();
     tracing::info!(socket = %path.display(), mode = format!("{:o}", config.socket_mode), "gRPC serving");
-    let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
-        let _ = rx.await;
-    }));
+    let uds = Listener::spawn(|rx| {
+        router.serve_with_incoming_shutdown(incoming, async {
+            let _ = rx.await;
+        })
+    });
     Ok(ServerHandle {
-        shutdown: Some(tx),
-        task,
+        uds,
+        tcp,
         path,
         health,
     })
+}
+
+/// `e` and its sources, joined by ": ".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

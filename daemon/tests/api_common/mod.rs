@@ -10,7 +10,7 @@ use headroomd::{
         self, CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig,
         PipelineHandle, PipelineInput, PodEntry, PodRef, SnapshotReader, StaticPodResolver,
     },
-    server::{self, AccessPolicy, ServerConfig, ServerHandle, UnavailableActuator},
+    server::{self, AccessPolicy, ServerConfig, ServerHandle, TcpConfig, UnavailableActuator},
 };
 
 pub struct TestDaemon {
@@ -44,13 +44,17 @@ pub fn cpu_files(id: u64, at: Instant, periods: u64, throttled: u64) -> Pipeline
         usage_bytes: 64 << 20,
         working_set_bytes: 48 << 20,
     });
-    PipelineInput::CgroupFiles(f)
+    f.into()
 }
 
 /// A daemon with an 8-CPU / 16 GiB node, Pod web-1 (1 CPU, 1 GiB requested) whose container
 /// `app` is cgroup 11, and the given access policy.
 pub async fn start(access: AccessPolicy) -> TestDaemon {
-    let dir = tempfile::tempdir().unwrap();
+    start_with(tempfile::tempdir().unwrap(), access, None).await
+}
+
+/// The same daemon in `dir`, also on TCP with mutual TLS when `tcp` is given.
+pub async fn start_with(dir: tempfile::TempDir, access: AccessPolicy, tcp: Option<TcpConfig>) -> TestDaemon {
     let socket = dir.path().join("run/headroomd.sock");
     let resolver = Arc::new(StaticPodResolver::new());
     resolver.insert(
@@ -82,8 +86,9 @@ pub async fn start(access: AccessPolicy) -> TestDaemon {
         access,
         ..ServerConfig::default()
     };
-    let server = server::serve_uds(
+    let server = server::serve(
         &server_config,
+        tcp.as_ref(),
         reader.clone(),
         pipeline.ledger(),
         Arc::new(UnavailableActuator),

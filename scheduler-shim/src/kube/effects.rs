@@ -34,6 +34,9 @@ pub mod reasons {
     pub const WOULD_PREEMPT_FOR_RESIZE: &str = "WouldPreemptForResize";
     /// On the resizing Pod: a victim could not be removed; nothing more is done this attempt.
     pub const RESIZE_PREEMPTION_FAILED: &str = "ResizePreemptionFailed";
+    /// On the resizing Pod: nobody was preempted because headroomd's live headroom was stale or
+    /// headroomd unreachable; retried once it is fresh.
+    pub const RESIZE_PREEMPTION_BLOCKED: &str = "ResizePreemptionBlocked";
     /// On the resizing Pod: the kubelet actuated the resize; the note gives the end-to-end latency.
     pub const RESIZE_PREEMPTION_COMPLETED: &str = "ResizePreemptionCompleted";
     /// On the resizing Pod: the kubelet did not actuate the resize within the timeout.

@@ -24,6 +24,9 @@ pub struct Metrics {
     decisions: Mutex<BTreeMap<&'static str, u64>>,
     watch_errors: Mutex<BTreeMap<&'static str, u64>>,
     victims: Mutex<BTreeMap<&'static str, u64>>,
+    blocked: Mutex<BTreeMap<&'static str, u64>>,
+    headroomd_stream_errors: AtomicU64,
+    replanned: AtomicU64,
     would_preempt: AtomicU64,
     preemption_failures: AtomicU64,
     resizes_completed: AtomicU64,
@@ -52,6 +55,26 @@ impl Metrics {
     }
     pub fn preempted(&self, mode: &'static str, victims: u64) {
         bump(&self.victims, mode, victims);
+    }
+    /// A preemption not made because headroomd's live headroom was not fresh (`stale`,
+    /// `unreachable`).
+    pub fn preemption_blocked(&self, reason: &'static str) {
+        bump(&self.blocked, reason, 1);
+    }
+    pub fn blocked_count(&self) -> u64 {
+        self.blocked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .sum()
+    }
+    /// headroomd's `WatchHeadroom` stream failed or ended (subscribed again with backoff).
+    pub fn headroomd_stream_error(&self) {
+        self.headroomd_stream_errors.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A preemption given up before any eviction because a higher-priority resize arrived.
+    pub fn replanned(&self) {
+        self.replanned.fetch_add(1, Ordering::Relaxed);
     }
     pub fn would_preempt(&self, victims: u64) {
         self.would_preempt.fetch_add(victims, Ordering::Relaxed);
@@ -152,6 +175,13 @@ impl Metrics {
         );
         push_map(
             &mut out,
+            "headroom_shim_preemptions_blocked_total",
+            "Preemptions not made because headroomd's live headroom was stale or unreachable, by reason.",
+            "reason",
+            &self.blocked,
+        );
+        push_map(
+            &mut out,
             "headroom_shim_watch_errors_total",
             "Watch errors (retried with backoff), by resource.",
             "resource",
@@ -167,6 +197,16 @@ impl Metrics {
                 "headroom_shim_preemption_failures_total",
                 "Preemptions abandoned because an API call failed.",
                 &self.preemption_failures,
+            ),
+            (
+                "headroom_shim_replans_total",
+                "Preemptions given up before any eviction because a higher-priority resize arrived.",
+                &self.replanned,
+            ),
+            (
+                "headroom_shim_headroomd_stream_errors_total",
+                "headroomd WatchHeadroom streams that failed or ended (resubscribed with backoff).",
+                &self.headroomd_stream_errors,
             ),
             (
                 "headroom_shim_resizes_completed_total",

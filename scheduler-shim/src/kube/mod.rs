@@ -8,6 +8,10 @@
 //! - [`effects`]: what the scheduler does to a victim (a `DisruptionTarget` status patch, then a
 //!   graceful delete with a UID precondition; or the Eviction API) and the Events it posts
 //!   (`events.k8s.io/v1`, as kube-scheduler's event broadcaster does).
+//! - [`reservations`] and [`headroomd`]: the room promised to a resize, in headroomd's ledger (the
+//!   default) or, only when told to run without headroomd, in this process; and headroomd's live
+//!   headroom (`WatchHeadroom`), which feeds the decision and must be fresh before anyone is
+//!   evicted.
 //! - [`rbac`]: the one table of every API call; RBAC manifests are tested against it.
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz` for the DaemonSet's probes.
 //!
@@ -16,6 +20,7 @@
 //! resize preemption (read live from the Node watch, decided by the core).
 
 pub mod effects;
+pub mod headroomd;
 pub mod http;
 pub mod metrics;
 pub mod rbac;
@@ -23,6 +28,7 @@ pub mod reconcile;
 pub mod reservations;
 pub mod watch;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,9 +37,10 @@ use thiserror::Error;
 use crate::cluster_file::ClusterFileError;
 use crate::decide::DecideError;
 
+pub use headroomd::{Headroomd, HeadroomdLedger, LiveHeadroom, NotFresh};
 pub use metrics::Metrics;
 pub use reconcile::{Backend, CycleReport};
-pub use reservations::{LocalLedger, Reservations};
+pub use reservations::{LocalLedger, ReservationError, Reservations};
 pub use watch::Stores;
 
 /// The namespace label that opts a namespace out of resize preemption.
@@ -80,6 +87,10 @@ pub struct KubeConfig {
     pub resync: Duration,
     /// How long a preempted-for resize may take before its reservation is released.
     pub resize_timeout: Duration,
+    /// The oldest headroomd snapshot evictions may rest on; an older one is refreshed with
+    /// `GetHeadroom` first, and if that is still older (or headroomd is unreachable) nobody is
+    /// evicted.
+    pub max_headroom_age: Duration,
 }
 
 impl KubeConfig {
@@ -94,6 +105,52 @@ impl KubeConfig {
             reporting_controller: "headroom.io/headroom-shim".to_string(),
             resync: Duration::from_secs(30),
             resize_timeout: Duration::from_secs(120),
+            max_headroom_age: DEFAULT_MAX_HEADROOM_AGE,
+        }
+    }
+}
+
+/// Default of [`KubeConfig::max_headroom_age`].
+pub const DEFAULT_MAX_HEADROOM_AGE: Duration = Duration::from_secs(2);
+
+/// Where reservations are kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LedgerKind {
+    /// headroomd's ledger over `--headroomd-socket`, with its live headroom as the freshness gate.
+    #[default]
+    Headroomd,
+    /// In this process only, without headroomd: headroomd's headroom does not see the
+    /// reservations, and nothing checks that headroom is live before evicting.
+    Local,
+}
+
+/// The reservations the backend makes and the live headroom it decides and evicts on.
+#[derive(Clone)]
+pub struct NodeLedger {
+    pub reservations: Arc<dyn Reservations>,
+    /// `None` only with the in-process ledger: no live headroom, no freshness gate.
+    pub live: Option<Arc<LiveHeadroom>>,
+}
+
+impl NodeLedger {
+    /// headroomd's ledger and its `WatchHeadroom` subscription (inside a Tokio runtime).
+    pub fn headroomd(socket: impl Into<PathBuf>, metrics: Arc<Metrics>) -> Self {
+        let headroomd = Headroomd::new(socket);
+        tracing::info!(socket = %headroomd.socket().display(), "reservations in headroomd's ledger; live headroom from WatchHeadroom");
+        NodeLedger {
+            reservations: Arc::new(HeadroomdLedger::new(headroomd.clone())),
+            live: Some(LiveHeadroom::start(headroomd, metrics)),
+        }
+    }
+
+    /// The in-process ledger (explicitly without headroomd).
+    pub fn local() -> Self {
+        tracing::warn!(
+            "--ledger=local: reservations are kept in this process only (headroomd's ledger and headroom do not see them) and no live headroom is checked before evicting"
+        );
+        NodeLedger {
+            reservations: Arc::new(LocalLedger::default()),
+            live: None,
         }
     }
 }
@@ -106,7 +163,14 @@ pub struct KubeArgs {
     pub node_name: String,
     /// headroomd's Unix socket (live headroom and the reservation ledger).
     #[arg(long, default_value = "/run/headroom/headroomd.sock")]
-    pub headroomd_socket: std::path::PathBuf,
+    pub headroomd_socket: PathBuf,
+    /// Where reservations are kept: headroomd's ledger, or (without headroomd) this process.
+    #[arg(long, value_enum, default_value_t = LedgerKind::Headroomd)]
+    pub ledger: LedgerKind,
+    /// Oldest headroomd snapshot evictions may rest on (milliseconds); older ones are refreshed
+    /// with GetHeadroom, and if still older nobody is evicted.
+    #[arg(long, default_value_t = DEFAULT_MAX_HEADROOM_AGE.as_millis() as u64, value_name = "MS")]
+    pub max_headroom_age_ms: u64,
     /// Serve /metrics, /healthz and /readyz here.
     #[arg(long, default_value = "0.0.0.0:9465")]
     pub metrics_addr: std::net::SocketAddr,
@@ -131,6 +195,7 @@ impl KubeArgs {
             dry_run: self.dry_run,
             resync: Duration::from_secs(self.resync_seconds.max(1)),
             resize_timeout: Duration::from_secs(self.resize_timeout_seconds.max(1)),
+            max_headroom_age: Duration::from_millis(self.max_headroom_age_ms),
             ..KubeConfig::new(self.node_name.clone())
         }
     }
@@ -184,12 +249,12 @@ impl KubeError {
 pub async fn run(
     client: kube::Client,
     config: KubeConfig,
-    reservations: Arc<dyn Reservations>,
+    ledger: NodeLedger,
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), KubeError> {
     let (stores, mut watchers) = watch::start(&client, &config.node_name, metrics.clone())?;
-    let mut backend = Backend::new(client, config, stores, reservations, metrics.clone());
+    let mut backend = Backend::new(client, config, stores, ledger, metrics.clone());
     let result = backend.run_until(shutdown).await;
     backend.shutdown().await;
     watchers.abort_all();
@@ -204,8 +269,11 @@ pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
         .map_err(|e| KubeError::Client(Box::new(e)))?;
     let metrics = Arc::new(Metrics::default());
     let server = http::serve(args.metrics_addr, metrics.clone()).await?;
-    let reservations: Arc<dyn Reservations> = Arc::new(LocalLedger::default());
-    let result = run(client, args.config(), reservations, metrics, shutdown_signal()).await;
+    let ledger = match args.ledger {
+        LedgerKind::Headroomd => NodeLedger::headroomd(&args.headroomd_socket, metrics.clone()),
+        LedgerKind::Local => NodeLedger::local(),
+    };
+    let result = run(client, args.config(), ledger, metrics, shutdown_signal()).await;
     server.abort();
     result
 }

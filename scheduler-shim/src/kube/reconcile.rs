@@ -1,5 +1,14 @@
 //! One reconcile cycle over the reflector stores: follow earlier preemptions to completion, then
 //! decide every Deferred resize on the node (kubelet retry order) and preempt where the core says so.
+//!
+//! With headroomd (the default), live headroom takes part as in the standalone backend: the room
+//! headroomd's ledger promises to Pods the decision does not count is used room
+//! ([`unaccounted_reservations`]); each preemption reserves its extra room in headroomd's ledger,
+//! which refuses what its live headroom cannot hold; and nobody is evicted unless headroomd's
+//! newest snapshot is within `max_headroom_age` (refreshed with `GetHeadroom` when it is not),
+//! checked before the decision and again just before the first eviction. A higher-priority resize
+//! that arrives between the decision and the first eviction gets the room back first: the
+//! reservation is released and the cycle re-planned, as the standalone shim does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -10,8 +19,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 
 use super::effects::{self, EventSpec, VictimOutcome, actions, reasons};
+use super::headroomd::{LiveHeadroom, NotFresh, unaccounted_reservations};
 use super::reservations::Reserve;
-use super::{KubeConfig, KubeError, Metrics, OPT_OUT_LABEL, OPT_OUT_VALUE, Reservations, Stores};
+use super::{KubeConfig, KubeError, Metrics, NodeLedger, OPT_OUT_LABEL, OPT_OUT_VALUE, Reservations, Stores};
 use crate::cluster_file::{ClusterFile, ResizeSpec, node_state_for};
 use crate::decide::{Decision, Outcome, ResizeRequest, decide_all};
 
@@ -23,6 +33,18 @@ struct InFlight {
     reservation: String,
     victims: usize,
     decided_at: Instant,
+}
+
+/// After a cycle that could not evict because headroom was not fresh, the next one comes at most
+/// this much later (a resync otherwise).
+pub const RETRY_BLOCKED: Duration = Duration::from_secs(1);
+
+/// Whether a cycle goes on after one preemption.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    /// A higher-priority resize arrived: stop here, the next cycle decides again.
+    Replan,
 }
 
 /// What one cycle did (for logs and tests).
@@ -38,6 +60,11 @@ pub struct CycleReport {
     pub completed: Vec<(String, Duration)>,
     pub timed_out: Vec<String>,
     pub abandoned: Vec<String>,
+    /// Resizing Pods not preempted for because headroomd's headroom was not fresh, with why.
+    pub blocked: Vec<(String, String)>,
+    /// Resizing Pods whose preemption was given up before any eviction (room released) because a
+    /// higher-priority resize arrived.
+    pub replanned: Vec<String>,
 }
 
 pub struct Backend {
@@ -45,11 +72,16 @@ pub struct Backend {
     config: KubeConfig,
     stores: Stores,
     reservations: Arc<dyn Reservations>,
+    /// headroomd's live headroom; `None` only with the in-process ledger.
+    live: Option<Arc<LiveHeadroom>>,
     metrics: Arc<Metrics>,
     /// By resizing Pod UID.
     in_flight: BTreeMap<String, InFlight>,
-    /// `(uid, generation)` already announced (dry run, failure): one Event per resize attempt.
-    announced: BTreeSet<(String, i64)>,
+    /// `(uid, generation, reason)` already announced (dry run, failure, blocked): one Event of
+    /// each reason per resize attempt.
+    announced: BTreeSet<(String, i64, &'static str)>,
+    /// The last cycle was blocked on stale headroom: the next one comes within [`RETRY_BLOCKED`].
+    retry_soon: bool,
 }
 
 fn key(pod: &Pod) -> String {
@@ -68,22 +100,28 @@ fn uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
 impl Backend {
     pub fn new(
         client: Client,
         config: KubeConfig,
         stores: Stores,
-        reservations: Arc<dyn Reservations>,
+        ledger: NodeLedger,
         metrics: Arc<Metrics>,
     ) -> Self {
         Backend {
             client,
             config,
             stores,
-            reservations,
+            reservations: ledger.reservations,
+            live: ledger.live,
             metrics,
             in_flight: BTreeMap::new(),
             announced: BTreeSet::new(),
+            retry_soon: false,
         }
     }
 
@@ -99,7 +137,14 @@ impl Backend {
             () = &mut shutdown => return Ok(()),
         }
         self.metrics.set_ready(true);
-        tracing::info!(node = %self.config.node_name, dry_run = self.config.dry_run, "watches synced; reconciling");
+        tracing::info!(
+            node = %self.config.node_name,
+            dry_run = self.config.dry_run,
+            reservations = self.reservations.kind(),
+            freshness_gate = self.live.is_some(),
+            max_headroom_age_ms = self.config.max_headroom_age.as_millis() as u64,
+            "watches synced; reconciling"
+        );
         loop {
             match self.reconcile().await {
                 Ok(_) => self.metrics.reconciled(true),
@@ -108,9 +153,14 @@ impl Backend {
                     tracing::warn!(%error, "reconcile failed; retrying on the next change or resync");
                 }
             }
+            let wait = if std::mem::take(&mut self.retry_soon) {
+                self.config.resync.min(RETRY_BLOCKED)
+            } else {
+                self.config.resync
+            };
             tokio::select! {
                 () = self.stores.changed.notified() => {}
-                () = tokio::time::sleep(self.config.resync) => {}
+                () = tokio::time::sleep(wait) => {}
                 () = &mut shutdown => return Ok(()),
             }
         }
@@ -144,30 +194,13 @@ impl Backend {
         let pods = self.stores.pods.state();
         self.follow(&pods, &mut report).await;
 
-        let opted_out: BTreeSet<String> = self
-            .stores
-            .namespaces
-            .state()
-            .iter()
-            .filter(|ns| {
-                ns.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(OPT_OUT_LABEL))
-                    .map(String::as_str)
-                    == Some(OPT_OUT_VALUE)
-            })
-            .filter_map(|ns| ns.metadata.name.clone())
-            .collect();
-        let deferred: Vec<&Arc<Pod>> = pods
-            .iter()
-            .filter(|p| resize_state(p).is_deferred())
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter(|p| !opted_out.contains(namespace(p)) && !self.in_flight.contains_key(uid(p)))
-            .collect();
+        let opted_out = self.opted_out();
+        let deferred: Vec<&Arc<Pod>> = self.servable(&pods, &opted_out);
         if deferred.is_empty() {
             return Ok(report);
         }
+        // Every resize this cycle decides; one that shows up later re-plans (see `preempt`).
+        let decided: BTreeSet<String> = deferred.iter().map(|p| uid(p).to_string()).collect();
 
         let cluster = ClusterFile {
             nodes: vec![(*node).clone()],
@@ -210,6 +243,24 @@ impl Backend {
                 input.priority = i32::MAX;
             }
         }
+        // Live headroom: fresh (refreshed if need be) before the decision rests on it.
+        let gate = match &self.live {
+            None => Ok(()),
+            Some(live) => {
+                let fresh = live.fresh(self.config.max_headroom_age).await;
+                // A stale snapshot's reservations still beat none for the decision; it evicts nobody.
+                let latest = fresh.as_ref().ok().cloned().or_else(|| live.latest());
+                if let Some(latest) = latest {
+                    state.reserved = unaccounted_reservations(&latest.snapshot, &state.pods);
+                    tracing::debug!(
+                        version = latest.snapshot.version,
+                        reserved = %state.reserved,
+                        "live headroom: reservations not counted in any Pod"
+                    );
+                }
+                fresh.map(|_| ())
+            }
+        };
         let requests: Vec<ResizeRequest> = resizes.iter().map(|(_, r)| r.clone()).collect();
         for served in decide_all(&state, &requests)? {
             let Some((pod, request)) = resizes.get(served.resize) else {
@@ -219,12 +270,56 @@ impl Backend {
             self.metrics.decision(outcome.as_str());
             report.decisions.push((key(pod), outcome));
             tracing::info!(pod = %key(pod), outcome = outcome.as_str(), message = %served.decision.message, victims = served.decision.victims.len(), "decided");
-            if outcome == Outcome::Preempt {
-                self.preempt(pod, request, &served.decision, &mut report).await;
+            if outcome == Outcome::Preempt
+                && self
+                    .preempt(pod, request, &served.decision, &gate, &decided, &mut report)
+                    .await
+                    == Flow::Replan
+            {
+                break;
             }
         }
         self.metrics.set_in_flight(self.in_flight.len());
         Ok(report)
+    }
+
+    /// Namespaces labelled out of resize preemption.
+    fn opted_out(&self) -> BTreeSet<String> {
+        self.stores
+            .namespaces
+            .state()
+            .iter()
+            .filter(|ns| {
+                ns.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(OPT_OUT_LABEL))
+                    .map(String::as_str)
+                    == Some(OPT_OUT_VALUE)
+            })
+            .filter_map(|ns| ns.metadata.name.clone())
+            .collect()
+    }
+
+    /// The Deferred resizes this shim serves: not terminating, not opted out, not in flight.
+    fn servable<'a>(&self, pods: &'a [Arc<Pod>], opted_out: &BTreeSet<String>) -> Vec<&'a Arc<Pod>> {
+        pods.iter()
+            .filter(|p| resize_state(p).is_deferred())
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| !opted_out.contains(namespace(p)) && !self.in_flight.contains_key(uid(p)))
+            .collect()
+    }
+
+    /// A servable Deferred resize of higher priority than `pod`'s that this cycle did not decide
+    /// (it arrived since), most important first.
+    fn more_important_pending(&self, pod: &Pod, decided: &BTreeSet<String>) -> Option<String> {
+        let pods = self.stores.pods.state();
+        let opted_out = self.opted_out();
+        self.servable(&pods, &opted_out)
+            .into_iter()
+            .filter(|p| !decided.contains(uid(p)) && priority(p) > priority(pod))
+            .max_by_key(|p| priority(p))
+            .map(|p| key(p))
     }
 
     async fn preempt(
@@ -232,8 +327,10 @@ impl Backend {
         pod: &Pod,
         request: &ResizeRequest,
         decision: &Decision,
+        gate: &Result<(), NotFresh>,
+        decided: &BTreeSet<String>,
         report: &mut CycleReport,
-    ) {
+    ) -> Flow {
         let (pod_key, pod_uid) = (key(pod), uid(pod).to_string());
         let generation = pod.metadata.generation.unwrap_or_default();
         let node = self.config.node_name.clone();
@@ -251,7 +348,10 @@ impl Backend {
         let n = decision.victims.len();
 
         if self.config.dry_run {
-            if self.announced.insert((pod_uid.clone(), generation)) {
+            if self
+                .announced
+                .insert((pod_uid.clone(), generation, reasons::WOULD_PREEMPT_FOR_RESIZE))
+            {
                 tracing::info!(pod = %pod_key, victims = %victim_list, "dry run: would preempt");
                 self.metrics.would_preempt(n as u64);
                 report.would_preempt.push(pod_key);
@@ -269,7 +369,11 @@ impl Backend {
                 )
                 .await;
             }
-            return;
+            return Flow::Continue;
+        }
+        if let Err(why) = gate {
+            self.blocked(resizer, generation, why, report).await;
+            return Flow::Continue;
         }
 
         let freed = decision
@@ -284,10 +388,12 @@ impl Backend {
             .allocatable
             .saturating_sub(decision.used.saturating_sub(freed))
             .saturating_sub(request.admitted);
-        let reservation = format!("{pod_uid}/{generation}");
+        // headroomd allows [A-Za-z0-9._:-] in ids.
+        let reservation = format!("{pod_uid}:{generation}");
         let reserve = Reserve {
             id: reservation.clone(),
             pod: pod_key.clone(),
+            pod_uid: pod_uid.clone(),
             amount: extra,
             available,
             ttl: self.config.resize_timeout,
@@ -296,7 +402,29 @@ impl Backend {
             tracing::warn!(pod = %pod_key, %error, "no reservation; not preempting");
             self.failed(resizer, generation, format!("could not reserve room: {error}"))
                 .await;
-            return;
+            return Flow::Continue;
+        }
+
+        // A higher-priority resize that arrived on this node while this one was being decided
+        // goes first (as in the scheduler and the standalone shim): give the room back and
+        // re-plan before anyone is evicted.
+        if let Some(first) = self.more_important_pending(pod, decided) {
+            self.reservations.release(&reservation).await;
+            tracing::info!(pod = %pod_key, preempted_by = %first, "re-planning: a higher-priority resize arrived; nobody evicted");
+            self.metrics.replanned();
+            report.replanned.push(pod_key);
+            self.stores.changed.notify_one();
+            return Flow::Replan;
+        }
+
+        // Never evict on stale data: the snapshot is checked again right before the first
+        // eviction (earlier preemptions of this cycle may have taken a while).
+        if let Some(live) = &self.live
+            && let Err(why) = live.fresh(self.config.max_headroom_age).await
+        {
+            self.reservations.release(&reservation).await;
+            self.blocked(resizer, generation, &why, report).await;
+            return Flow::Continue;
         }
 
         for victim in &decision.victims {
@@ -326,7 +454,7 @@ impl Backend {
                         format!("could not preempt {victim_key}: {error}"),
                     )
                     .await;
-                    return;
+                    return Flow::Continue;
                 }
             }
         }
@@ -349,6 +477,46 @@ impl Backend {
             decided_at: Instant::now(),
         };
         self.in_flight.insert(pod_uid, flight);
+        Flow::Continue
+    }
+
+    /// Not preempting because headroomd's live headroom is not fresh: logged, counted, and one
+    /// Warning Event per resize attempt on the resizing Pod.
+    async fn blocked(
+        &mut self,
+        resizer: k8s_openapi::api::core::v1::ObjectReference,
+        generation: i64,
+        why: &NotFresh,
+        report: &mut CycleReport,
+    ) {
+        let pod_key = format!(
+            "{}/{}",
+            resizer.namespace.as_deref().unwrap_or_default(),
+            resizer.name.as_deref().unwrap_or_default()
+        );
+        tracing::warn!(pod = %pod_key, reason = why.label(), %why, "not preempting: headroomd's live headroom is not fresh; nobody evicted");
+        self.metrics.preemption_blocked(why.label());
+        report.blocked.push((pod_key, why.to_string()));
+        self.retry_soon = true;
+        let uid = resizer.uid.clone().unwrap_or_default();
+        if self
+            .announced
+            .insert((uid, generation, reasons::RESIZE_PREEMPTION_BLOCKED))
+        {
+            let note = format!(
+                "Not preempting on node {}: {why}. Nobody was evicted; retrying once headroomd's headroom is fresh.",
+                self.config.node_name
+            );
+            self.event(
+                resizer,
+                None,
+                "Warning",
+                reasons::RESIZE_PREEMPTION_BLOCKED,
+                actions::PREEMPTING,
+                note,
+            )
+            .await;
+        }
     }
 
     async fn failed(
@@ -359,7 +527,10 @@ impl Backend {
     ) {
         self.metrics.preemption_failed();
         let uid = resizer.uid.clone().unwrap_or_default();
-        if self.announced.insert((uid, generation)) {
+        if self
+            .announced
+            .insert((uid, generation, reasons::RESIZE_PREEMPTION_FAILED))
+        {
             self.event(
                 resizer,
                 None,

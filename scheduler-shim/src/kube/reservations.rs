@@ -3,8 +3,12 @@
 //! later decision (the scheduler's `max(desired, allocated, actual)`); the reservation is what makes
 //! headroomd's live headroom say the same until the kubelet has allocated the resize.
 //!
-//! [`LocalLedger`] keeps the reservations in this process (`headroom_node_model::ReservationLedger`);
-//! a client of headroomd's ledger implements the same trait.
+//! Two implementations of [`Reservations`]:
+//! - [`super::headroomd::HeadroomdLedger`]: headroomd's ledger over its Unix socket (`Reserve`,
+//!   `Release`), the default. headroomd checks each reservation against its own live figures and
+//!   expires it after its TTL, which also covers a shim that crashed while holding it.
+//! - [`LocalLedger`]: `headroom_node_model::ReservationLedger` in this process, only when the shim
+//!   is explicitly told to run without headroomd (`--ledger=local`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,32 +16,57 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use headroom_node_model::{LedgerError, ReservationLedger, Resources};
+use thiserror::Error;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One reservation to make.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reserve {
-    /// Unique per resize attempt: `<pod uid>/<generation>`.
+    /// Unique per resize attempt: `<pod uid>:<generation>` (headroomd allows `[A-Za-z0-9._:-]`).
     pub id: String,
     /// `namespace/name` of the resizing Pod.
     pub pod: String,
+    /// Its uid (what headroomd's ledger is told: it knows Pods by uid from their cgroups).
+    pub pod_uid: String,
     /// The extra room: requested − admitted.
     pub amount: Resources,
-    /// The room the node has for it once the victims are gone.
+    /// The room the node has for it once the victims are gone, by the decision's count. Only the
+    /// [`LocalLedger`] uses it; headroomd checks against its own live figures.
     pub available: Resources,
     pub ttl: Duration,
 }
 
-pub trait Reservations: Send + Sync {
-    fn reserve(&self, request: Reserve) -> BoxFuture<'_, Result<(), LedgerError>>;
-    /// Releases `id`; unknown ids are fine (already released or expired).
-    fn release(&self, id: &str) -> BoxFuture<'_, ()>;
-    /// Ids currently held.
-    fn held(&self) -> Vec<String>;
+/// Why a reservation was not made.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ReservationError {
+    /// The ledger said no: not enough room, a Pod it does not know, a caller it does not allow.
+    #[error("{0}")]
+    Refused(String),
+    /// The ledger could not be asked (headroomd not listening, not answering in time).
+    #[error("headroomd unreachable: {0}")]
+    Unreachable(String),
 }
 
-/// Reservations kept in this process.
+impl From<LedgerError> for ReservationError {
+    fn from(e: LedgerError) -> Self {
+        ReservationError::Refused(e.to_string())
+    }
+}
+
+/// Where the Kubernetes backend keeps reservations.
+pub trait Reservations: Send + Sync {
+    fn reserve(&self, request: Reserve) -> BoxFuture<'_, Result<(), ReservationError>>;
+    /// Releases `id`; unknown ids are fine (already released or expired). Failures are logged:
+    /// the reservation then ends at its TTL.
+    fn release(&self, id: &str) -> BoxFuture<'_, ()>;
+    /// Ids this process currently holds.
+    fn held(&self) -> Vec<String>;
+    /// Where they are kept, for logs: `headroomd` or `in-process`.
+    fn kind(&self) -> &'static str;
+}
+
+/// Reservations kept in this process: nobody else (headroomd included) sees them.
 #[derive(Default)]
 pub struct LocalLedger {
     ledger: Mutex<ReservationLedger>,
@@ -50,11 +79,13 @@ impl LocalLedger {
 }
 
 impl Reservations for LocalLedger {
-    fn reserve(&self, r: Reserve) -> BoxFuture<'_, Result<(), LedgerError>> {
+    fn reserve(&self, r: Reserve) -> BoxFuture<'_, Result<(), ReservationError>> {
         let now = Instant::now();
         let mut ledger = self.ledger();
         ledger.expire(now);
-        let result = ledger.reserve(r.id, r.pod, r.amount, now + r.ttl, now, r.available);
+        let result = ledger
+            .reserve(r.id, r.pod, r.amount, now + r.ttl, now, r.available)
+            .map_err(ReservationError::from);
         drop(ledger);
         Box::pin(async move { result })
     }
@@ -65,6 +96,15 @@ impl Reservations for LocalLedger {
     }
 
     fn held(&self) -> Vec<String> {
-        self.ledger().iter().map(|r| r.id.clone()).collect()
+        let now = Instant::now();
+        self.ledger()
+            .iter()
+            .filter(|r| r.is_live(now))
+            .map(|r| r.id.clone())
+            .collect()
+    }
+
+    fn kind(&self) -> &'static str {
+        "in-process"
     }
 }

@@ -4,6 +4,7 @@
 //! period, cgroups removed), and the kubelet's retry on `pods_removed` admits and actuates the
 //! resize. Each step's latency is recorded.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,7 @@ use super::latency::{Step, StepLatencies};
 use super::node::StandaloneNode;
 use super::resize::{self, Admission};
 use super::runtime::PodRuntime;
+use super::store::Store;
 use super::{DEFAULT_GRACE_PERIOD, StandaloneError};
 use crate::cluster_file::{ResizeSpec, node_state_for};
 use crate::decide::{Decision, Outcome, decide};
@@ -57,7 +59,10 @@ pub async fn run_loop(node: Arc<StandaloneNode>, mut shutdown: tokio::sync::watc
 /// The Deferred resizes, most important first (the kubelet's retry order, by priority then
 /// longest pending).
 fn deferred(node: &StandaloneNode) -> Vec<String> {
-    let store = node.store();
+    deferred_in(&node.store())
+}
+
+fn deferred_in(store: &Store) -> Vec<String> {
     let mut pods: Vec<(i32, Option<Instant>, String)> = store
         .pods
         .iter()
@@ -71,12 +76,11 @@ fn deferred(node: &StandaloneNode) -> Vec<String> {
     pods.into_iter().map(|(_, _, k)| k).collect()
 }
 
-/// The most important Deferred resize if it is not `key`'s and outranks it by priority.
-fn more_important_pending(node: &StandaloneNode, key: &str) -> Option<String> {
-    let first = deferred(node).into_iter().next()?;
-    if first == key {
-        return None;
-    }
+/// The most important Deferred resize that arrived after this cycle began (is not in `cycle`)
+/// and outranks `key` by priority. Resizes of this cycle are excluded: those ranked before `key`
+/// were decided already (one that stays Deferred must not stall every lower one forever), those
+/// after it rank lower.
+fn more_important_pending(node: &StandaloneNode, key: &str, cycle: &HashSet<String>) -> Option<String> {
     let store = node.store();
     let priority = |k: &str| {
         store
@@ -86,20 +90,29 @@ fn more_important_pending(node: &StandaloneNode, key: &str) -> Option<String> {
             .and_then(|s| s.priority)
             .unwrap_or(0)
     };
-    (priority(&first) > priority(key)).then_some(first)
+    let mine = priority(key);
+    deferred_in(&store)
+        .into_iter()
+        .find(|k| !cycle.contains(k) && priority(k) > mine)
 }
 
 /// One pass over every Deferred resize.
 pub async fn run_cycle(node: &StandaloneNode) -> Result<Vec<Served>, StandaloneError> {
     let mut served = Vec::new();
-    for key in deferred(node) {
+    let keys = deferred(node);
+    let cycle: HashSet<String> = keys.iter().cloned().collect();
+    for key in keys {
         let span = tracing::info_span!("shim_cycle", pod = %key);
-        served.push(serve_one(node, &key).instrument(span).await?);
+        served.push(serve_one(node, &key, &cycle).instrument(span).await?);
     }
     Ok(served)
 }
 
-async fn serve_one(node: &StandaloneNode, key: &str) -> Result<Served, StandaloneError> {
+async fn serve_one(
+    node: &StandaloneNode,
+    key: &str,
+    cycle: &HashSet<String>,
+) -> Result<Served, StandaloneError> {
     let detected = Instant::now();
     let mut latencies = StepLatencies {
         pod: key.to_string(),
@@ -169,7 +182,7 @@ async fn serve_one(node: &StandaloneNode, key: &str) -> Result<Served, Standalon
 
     // A higher-priority resize that arrived on this node while this one was being decided
     // goes first (as in the scheduler): give the room back and re-plan before anyone is evicted.
-    if let Some(first) = more_important_pending(node, key) {
+    if let Some(first) = more_important_pending(node, key, cycle) {
         release(node, &reservation).await;
         set_terminating(node, &victim_keys, false);
         tracing::info!(preempted_by = %first, "re-planning: a higher-priority resize arrived");
