@@ -6,7 +6,7 @@
 //!
 //! ```toml
 //! node_name = "standalone"
-//! [node]
+//! [node]                         # ignored with `serve --pods-from kube` (the Node's allocatable)
 //! allocatable_cpu = "8"          # Kubernetes quantity
 //! allocatable_memory = "32Gi"
 //! [server]

@@ -7,6 +7,7 @@ pub mod actuation;
 pub mod cgroups;
 pub mod collector;
 pub mod config;
+pub mod kube_source;
 pub mod metrics;
 pub mod node;
 pub mod observe;

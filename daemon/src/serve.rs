@@ -13,6 +13,7 @@ use headroom_node_model::{parse_cpu_millis, parse_memory_bytes};
 
 use crate::{
     config::{self, Config, ConfigError, ConfigIssue},
+    kube_source::{self, KubeSourceError, PodsFrom},
     metrics::{self, Metrics},
     pipeline::{
         self, CgroupOwner, InMemoryPodSource, PipelineHandle, PodResolver, PodSource, SnapshotReader,
@@ -50,6 +51,27 @@ pub struct ServeArgs {
     /// Directory of the actuator's intent records (crash recovery).
     #[arg(long, value_name = "DIR", default_value = "/run/headroom/intents")]
     pub intent_dir: PathBuf,
+    /// Where the node's allocatable and Pods come from: `static` (the configured allocatable, no
+    /// Pods counted) or `kube` (this node's Node object and the Pods bound to it, watched on the
+    /// API server with the in-cluster service account; `--allocatable-*` are then ignored).
+    #[arg(long, value_enum, default_value_t = PodsFrom::Static)]
+    pub pods_from: PodsFrom,
+    /// With `--pods-from kube`: the Node to watch (default: the NODE_NAME environment variable,
+    /// set from `spec.nodeName` by the downward API). Also the node name served, unless
+    /// `--node-name` is given.
+    #[arg(long, value_name = "NAME")]
+    pub kube_node: Option<String>,
+}
+
+/// The Node `--pods-from kube` watches (flag, else `NODE_NAME`); `None` with `--pods-from static`.
+pub fn kube_node(args: &ServeArgs) -> Result<Option<String>, KubeSourceError> {
+    match args.pods_from {
+        PodsFrom::Static => Ok(None),
+        PodsFrom::Kube => {
+            kube_source::resolve_node_name(args.kube_node.as_deref(), std::env::var("NODE_NAME").ok())
+                .map(Some)
+        }
+    }
 }
 
 /// The configuration: file (if any), then flags; every problem reported at once.
@@ -70,8 +92,11 @@ pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     if let Some(s) = &args.socket {
         c.server.socket_path = s.clone();
     }
-    if let Some(n) = &args.node_name {
-        c.pipeline.node_name = n.clone();
+    match (&args.node_name, kube_node(args)) {
+        (Some(n), Ok(_)) => c.pipeline.node_name = n.clone(),
+        (None, Ok(Some(n))) => c.pipeline.node_name = n,
+        (None, Ok(None)) => {}
+        (_, Err(e)) => issue("--kube-node", e.to_string()),
     }
     if let Some(q) = &args.allocatable_cpu {
         match parse_cpu_millis(q) {
@@ -231,11 +256,37 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .thread_name("headroomd")
         .build()
         .context("start the Tokio runtime")?;
+    let kube_node = kube_node(args)?;
+    if kube_node.is_some() && (args.allocatable_cpu.is_some() || args.allocatable_memory.is_some()) {
+        tracing::warn!(
+            "--pods-from kube: the allocatable comes from the Node object; --allocatable-* are ignored"
+        );
+    }
     runtime.block_on(async {
+        // The client first: without credentials nothing else is started.
+        let kube_client = match &kube_node {
+            None => None,
+            Some(_) => Some(
+                kube::Client::try_default()
+                    .await
+                    .map_err(KubeSourceError::from)
+                    .context("--pods-from kube")?,
+            ),
+        };
         let mut options = crate::node::NodeOptions::new(config);
         options.probes = args.probes;
         options.intent_dir = args.intent_dir.clone();
+        if kube_client.is_some() {
+            kube_source::prime(&options.pod_source);
+        }
         let mut node = crate::node::start(options).await?;
+        let kube_source = match (kube_client, &kube_node) {
+            (Some(client), Some(name)) => {
+                tracing::info!(node = %name, "watching this node's Node and Pods on the API server");
+                Some(kube_source::spawn(client, name, node.pod_source.clone()))
+            }
+            _ => None,
+        };
         tracing::info!(
             socket = %node.daemon.server.path().display(),
             tcp = ?node.daemon.server.tcp_addr(),
@@ -246,6 +297,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             r = tokio::signal::ctrl_c() => { r?; tracing::info!("SIGINT: shutting down"); }
             _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
             r = node.daemon.server.wait() => { r?; anyhow::bail!("gRPC server stopped unexpectedly"); }
+        }
+        if let Some(source) = kube_source {
+            source.shutdown().await;
         }
         node.shutdown().await
     })

@@ -96,6 +96,7 @@ fn reserve(id: &str) -> pb::ReserveRequest {
             ..Default::default()
         }),
         ttl_seconds: 30,
+        releasing_pod_uids: Vec::new(),
     }
 }
 

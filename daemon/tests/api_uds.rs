@@ -26,6 +26,7 @@ fn reserve(id: &str, pod: &str, cpu_millis: i64) -> pb::ReserveRequest {
             ..Default::default()
         }),
         ttl_seconds: 30,
+        releasing_pod_uids: Vec::new(),
     }
 }
 

@@ -28,9 +28,15 @@ fn container_args(manifest: &str, container: &str) -> Vec<String> {
 fn daemonset_flags_are_accepted_by_headroomd() {
     let args = container_args("deploy/kubernetes/daemonset.yaml", "headroomd");
     assert_eq!(args.first().map(String::as_str), Some("serve"));
+    assert!(
+        args.iter().any(|a| a == "--pods-from=kube"),
+        "cluster mode counts the node's Pods from the API server: {args:?}"
+    );
     let output = Command::new(HEADROOMD)
         .args(&args)
         .arg("--check-config")
+        // The downward API's NODE_NAME (spec.nodeName), as the manifest sets it.
+        .env("NODE_NAME", "node-a")
         .output()
         .unwrap();
     assert!(
@@ -93,4 +99,32 @@ fn headroomctl_health_probe_follows_the_daemon() {
         String::from_utf8_lossy(&last.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&last.stdout).trim(), "SERVING");
+}
+
+/// `--pods-from kube` needs the Node's name: `--kube-node`, else `NODE_NAME`; without either,
+/// the configuration is refused before anything starts.
+#[test]
+fn pods_from_kube_needs_a_node_name() {
+    let check = |extra: &[&str], env: Option<&str>| {
+        let mut cmd = Command::new(HEADROOMD);
+        cmd.args(["serve", "--pods-from", "kube", "--check-config"])
+            .args(extra);
+        cmd.env_remove("NODE_NAME");
+        if let Some(n) = env {
+            cmd.env("NODE_NAME", n);
+        }
+        cmd.output().unwrap()
+    };
+    let out = check(&[], None);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--kube-node") && stderr.contains("NODE_NAME"),
+        "{stderr}"
+    );
+    let out = check(&[], Some("node-b"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("node-b"));
+    let out = check(&["--kube-node", "node-c"], Some("node-b"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("node-c"));
 }

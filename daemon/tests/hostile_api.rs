@@ -133,6 +133,7 @@ async fn identifiers_that_could_leave_the_cgroup_roots_are_refused() {
                         ..Default::default()
                     }),
                     ttl_seconds: 10,
+                    releasing_pod_uids: Vec::new(),
                 })
                 .await
                 .unwrap_err();
@@ -184,6 +185,7 @@ async fn negative_overflowing_and_absurd_quantities_are_refused() {
             ..Default::default()
         }),
         ttl_seconds: 10,
+        releasing_pod_uids: Vec::new(),
     };
     let cases: &[(&str, &str, &str)] = &[
         ("-1", "", "negative"),
@@ -557,6 +559,7 @@ async fn child_as_nobody() {
                 ..Default::default()
             }),
             ttl_seconds: 60,
+            releasing_pod_uids: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -614,6 +617,7 @@ async fn non_root_peer_is_refused_and_logged() {
             ..Default::default()
         }),
         ttl_seconds: 60,
+        releasing_pod_uids: Vec::new(),
     })
     .await
     .unwrap();

@@ -36,12 +36,22 @@ fn grants(rules: &[PolicyRule]) -> Grants {
 }
 
 fn compare(source: &str, granted: &Grants) {
-    let required = required_grants();
-    let extra: Vec<_> = granted.difference(&required).collect();
+    compare_with(source, granted, &required_grants(), "rbac::API_CALLS");
+}
+
+fn daemon_grants() -> Grants {
+    headroomd::kube_source::API_GRANTS
+        .iter()
+        .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
+        .collect()
+}
+
+fn compare_with(source: &str, granted: &Grants, required: &Grants, table: &str) {
+    let extra: Vec<_> = granted.difference(required).collect();
     let missing: Vec<_> = required.difference(granted).collect();
     assert!(
         extra.is_empty() && missing.is_empty(),
-        "{source} disagrees with rbac::API_CALLS:\n  granted but never called: {extra:?}\n  called but not granted: {missing:?}"
+        "{source} disagrees with {table}:\n  granted but never called: {extra:?}\n  called but not granted: {missing:?}"
     );
 }
 
@@ -80,19 +90,43 @@ fn table_covers_what_the_issue_names() {
 #[test]
 fn plain_rbac_yaml_grants_exactly_the_api_calls() {
     let docs = docs(&deploy().join("kubernetes/rbac.yaml"));
-    let role: ClusterRole =
-        serde_yaml::from_value(docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap().clone()).unwrap();
+    let named = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+            .clone()
+    };
+    let role: ClusterRole = serde_yaml::from_value(named("ClusterRole", "headroom-shim")).unwrap();
     compare(
         "deploy/kubernetes/rbac.yaml",
         &grants(role.rules.as_deref().unwrap()),
     );
-    let binding: ClusterRoleBinding = serde_yaml::from_value(
-        docs.iter()
-            .find(|d| d["kind"] == "ClusterRoleBinding")
-            .unwrap()
-            .clone(),
-    )
-    .unwrap();
+    let daemon: ClusterRole = serde_yaml::from_value(named("ClusterRole", "headroom-daemon")).unwrap();
+    compare_with(
+        "deploy/kubernetes/rbac.yaml (headroom-daemon)",
+        &grants(daemon.rules.as_deref().unwrap()),
+        &daemon_grants(),
+        "headroomd::kube_source::API_GRANTS",
+    );
+    let daemon_binding: ClusterRoleBinding =
+        serde_yaml::from_value(named("ClusterRoleBinding", "headroom-daemon")).unwrap();
+    assert_eq!(Some(daemon_binding.role_ref.name), daemon.metadata.name);
+    let subject = &daemon_binding.subjects.unwrap()[0];
+    assert_eq!(
+        (
+            subject.kind.as_str(),
+            subject.name.as_str(),
+            subject.namespace.as_deref()
+        ),
+        ("ServiceAccount", "headroom", Some("headroom-system"))
+    );
+    assert_eq!(
+        docs.iter().filter(|d| d["kind"] == "ClusterRole").count(),
+        2,
+        "the shim's role and headroomd's"
+    );
+    let binding: ClusterRoleBinding =
+        serde_yaml::from_value(named("ClusterRoleBinding", "headroom-shim")).unwrap();
     assert_eq!(Some(binding.role_ref.name), role.metadata.name);
     let subject = &binding.subjects.unwrap()[0];
     assert_eq!(
@@ -107,23 +141,35 @@ fn helm_rbac_template_grants_exactly_the_api_calls() {
     // The rules block of the template is plain YAML (no template actions), so it is read as is;
     // `helm template` is not needed for this check.
     let text = std::fs::read_to_string(deploy().join("helm/headroom/templates/rbac.yaml")).unwrap();
-    let start = text.find("\nrules:\n").expect("a rules: block");
-    let block: String = text[start + 1..]
-        .lines()
-        .take_while(|l| !l.starts_with("---"))
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(
-        !block.contains("{{"),
-        "the rules block must stay free of template actions:\n{block}"
+    // One rules block per ClusterRole, in order: the shim's, then headroomd's.
+    let blocks: Vec<Vec<PolicyRule>> = text
+        .match_indices("\nrules:\n")
+        .map(|(start, _)| {
+            let block: String = text[start + 1..]
+                .lines()
+                .take_while(|l| !l.starts_with("---"))
+                .filter(|l| !l.trim_start().starts_with('#'))
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                !block.contains("{{"),
+                "the rules block must stay free of template actions:\n{block}"
+            );
+            #[derive(Deserialize)]
+            struct Rules {
+                rules: Vec<PolicyRule>,
+            }
+            serde_yaml::from_str::<Rules>(&block).unwrap().rules
+        })
+        .collect();
+    assert_eq!(blocks.len(), 2, "the shim's role and headroomd's");
+    compare("deploy/helm/headroom/templates/rbac.yaml", &grants(&blocks[0]));
+    compare_with(
+        "deploy/helm/headroom/templates/rbac.yaml (daemon)",
+        &grants(&blocks[1]),
+        &daemon_grants(),
+        "headroomd::kube_source::API_GRANTS",
     );
-    #[derive(Deserialize)]
-    struct Rules {
-        rules: Vec<PolicyRule>,
-    }
-    let rules: Rules = serde_yaml::from_str(&block).unwrap();
-    compare("deploy/helm/headroom/templates/rbac.yaml", &grants(&rules.rules));
 }
 
 #[test]

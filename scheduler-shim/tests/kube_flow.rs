@@ -1058,8 +1058,16 @@ async fn mock_apiserver_real_headroomd_holds_the_reservation_from_before_the_fir
     let metrics = Arc::new(Metrics::default());
     let mut config = KubeConfig::new(NODE);
     config.resync = Duration::from_secs(3600); // only watch events drive this test
-    let ledger = NodeLedger::headroomd(&headroomd.socket, metrics.clone());
-    let reservations = ledger.reservations.clone();
+    let headroomd_ledger = NodeLedger::headroomd(&headroomd.socket, metrics.clone());
+    let reservations = headroomd_ledger.reservations.clone();
+    let recorded = Arc::new(Recording {
+        inner: headroomd_ledger.reservations.clone(),
+        seen: Mutex::default(),
+    });
+    let ledger = NodeLedger {
+        reservations: recorded.clone(),
+        live: headroomd_ledger.live.clone(),
+    };
     let (stop, backend) = start_backend(client, config, ledger, metrics.clone());
 
     // The victim's status patch and delete, then the Events.
@@ -1102,6 +1110,10 @@ async fn mock_apiserver_real_headroomd_holds_the_reservation_from_before_the_fir
     let cpu = snapshot.node.unwrap().cpu_millis.unwrap();
     assert_eq!(cpu.reserved, 2000);
     assert_eq!(reservations.held(), std::slice::from_ref(&reservation));
+    // headroomd is told which Pods are leaving for this room (it counts the node without them).
+    let seen = recorded.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].releasing_pod_uids, [LOW_UID]);
 
     // The kubelet actuates the resize: the reservation goes from headroomd's ledger.
     wait_for("pods watch", || {
@@ -1224,6 +1236,31 @@ async fn mock_apiserver_unreachable_headroomd_evicts_nobody_and_says_why() {
 
     stop_backend(stop, backend).await;
     server.abort();
+}
+
+/// headroomd's ledger, recording what it was asked to reserve.
+struct Recording {
+    inner: Arc<dyn Reservations>,
+    seen: Mutex<Vec<Reserve>>,
+}
+
+impl Reservations for Recording {
+    fn reserve(&self, request: Reserve) -> BoxFuture<'_, Result<(), ReservationError>> {
+        self.seen.lock().unwrap().push(request.clone());
+        self.inner.reserve(request)
+    }
+
+    fn release(&self, id: &str) -> BoxFuture<'_, ()> {
+        self.inner.release(id)
+    }
+
+    fn held(&self) -> Vec<String> {
+        self.inner.held()
+    }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
 }
 
 /// The ledger, with a higher-priority resize arriving at the API server while the first

@@ -181,6 +181,8 @@ pub(crate) struct Aggregator {
     ledger: ReservationLedger,
     pods: PodSet,
     pods_read_at: Instant,
+    /// Whether the node figures (from a live Pod source) were stale at the last tick.
+    pods_stale: bool,
     allocated: Resources,
     processed: u64,
     unattributed: u64,
@@ -222,6 +224,7 @@ impl Aggregator {
             ledger: ReservationLedger::new(),
             pods_read_at: now,
             pods,
+            pods_stale: false,
             allocated,
             processed: 0,
             unattributed: 0,
@@ -535,7 +538,19 @@ impl Aggregator {
             return Err(ReserveError::UnknownPod(request.pod.clone()));
         }
         self.ledger.expire(now);
-        let available = self.config.allocatable.saturating_sub(self.allocated);
+        // Pods evicted for this very reservation are leaving: their room is what it holds.
+        let leaving = self
+            .pods
+            .pods
+            .iter()
+            .filter(|p| request.releasing.contains(&p.pod.uid))
+            .fold(Resources::ZERO, |sum, p| sum.saturating_add(p.requests));
+        if !leaving.is_zero() {
+            tracing::debug!(%leaving, "counting the releasing Pods as gone");
+        }
+        let available = self
+            .allocatable()
+            .saturating_sub(self.allocated.saturating_sub(leaving));
         let expires_at = now + request.ttl;
         self.ledger.reserve(
             &request.id,
@@ -563,7 +578,12 @@ impl Aggregator {
     }
 
     fn headroom(&self, now: Instant) -> NodeHeadroom {
-        node_headroom(self.config.allocatable, self.allocated, self.ledger.total(now))
+        node_headroom(self.allocatable(), self.allocated, self.ledger.total(now))
+    }
+
+    /// The Pod source's allocatable (from the Node object) when it has one, else the config's.
+    fn allocatable(&self) -> Resources {
+        self.pods.allocatable.unwrap_or(self.config.allocatable)
     }
 
     fn reservation_view(&self, r: &headroom_node_model::Reservation) -> ReservationView {
@@ -576,6 +596,14 @@ impl Aggregator {
     }
 
     // === Housekeeping ===
+
+    /// When the node's Pod set (and allocatable) was last known current.
+    fn pods_as_of(&self, now: Instant) -> SystemTime {
+        self.pod_source
+            .live_as_of()
+            .map(|t| t.min(self.clock.wall(now)))
+            .unwrap_or_else(|| self.clock.wall(self.pods_read_at).max(self.pods.as_of))
+    }
 
     fn refresh_pods(&mut self, now: Instant) {
         if self.pod_source.generation() != self.pods.generation {
@@ -598,6 +626,18 @@ impl Aggregator {
         }
         // A figure turning stale is a change watchers must see.
         let stale_after = self.config.stale_after;
+        if self.pod_source.live_as_of().is_some() {
+            let as_of = self.pods_as_of(now);
+            let stale = self
+                .clock
+                .wall(now)
+                .duration_since(as_of)
+                .is_ok_and(|age| age > stale_after);
+            if stale != self.pods_stale {
+                self.pods_stale = stale;
+                self.dirty = true;
+            }
+        }
         let crossed = |t: Instant| {
             let turns = t + stale_after;
             turns > self.last_tick && turns <= now
@@ -698,7 +738,7 @@ impl Aggregator {
             }
         }
         mark_stale(&mut node_pressure, &is_stale);
-        let pods_as_of = self.clock.wall(self.pods_read_at).max(self.pods.as_of);
+        let pods_as_of = self.pods_as_of(now);
         Snapshot {
             version: self.version,
             node_name: self.config.node_name.clone(),

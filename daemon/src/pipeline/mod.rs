@@ -379,6 +379,9 @@ pub struct ReserveRequest {
     pub ttl: Duration,
     /// Refuse Pods that neither the Pod source nor the cgroup resolver knows.
     pub require_known_pod: bool,
+    /// Uids of Pods being evicted for this reservation: the room is computed as if they were
+    /// gone. Uids the Pod source does not hold are ignored (already gone: nothing to discount).
+    pub releasing: Vec<String>,
 }
 
 /// Result of a ledger change: the reservation and the node's headroom after it.

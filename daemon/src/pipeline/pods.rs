@@ -88,6 +88,9 @@ pub struct PodSet {
     pub as_of: SystemTime,
     /// The Pods.
     pub pods: Arc<[PodEntry]>,
+    /// The node's allocatable, when the source knows it (the Kubernetes source reads it from the
+    /// Node object); `None`: the configured allocatable applies.
+    pub allocatable: Option<Resources>,
 }
 
 /// Source of the Pods that count against the node's allocatable.
@@ -96,6 +99,12 @@ pub trait PodSource: Send + Sync + 'static {
     fn generation(&self) -> u64;
     /// The current set.
     fn pods(&self) -> PodSet;
+    /// For a source that follows a live feed (a watch): when the set was last known current —
+    /// now while the feed is up, the moment it failed otherwise. `None` (the default): the set is
+    /// as current as its [`PodSet::as_of`]. Cheap: called on every snapshot.
+    fn live_as_of(&self) -> Option<SystemTime> {
+        None
+    }
 }
 
 /// Pods held in memory, set by the standalone backend (or the config).
@@ -105,7 +114,15 @@ pub struct InMemoryPodSource {
     set: ArcSwap<PodSet>,
     /// Serialises writers (readers never take it), so sets are stored in generation order.
     writer: std::sync::Mutex<()>,
+    /// [`PodSource::live_as_of`]: `LIVENESS_UNTRACKED`, `LIVENESS_UP`, or `LIVENESS_DOWN` since
+    /// `down_since_nanos` (Unix time).
+    liveness: std::sync::atomic::AtomicU8,
+    down_since_nanos: AtomicU64,
 }
+
+const LIVENESS_UNTRACKED: u8 = 0;
+const LIVENESS_UP: u8 = 1;
+const LIVENESS_DOWN: u8 = 2;
 
 impl Default for InMemoryPodSource {
     fn default() -> Self {
@@ -122,8 +139,37 @@ impl InMemoryPodSource {
                 generation: 1,
                 as_of: SystemTime::now(),
                 pods: pods.into(),
+                allocatable: None,
             }),
             writer: std::sync::Mutex::new(()),
+            liveness: std::sync::atomic::AtomicU8::new(LIVENESS_UNTRACKED),
+            down_since_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets the node's allocatable (`None`: the configured one applies).
+    pub fn set_allocatable(&self, allocatable: Option<Resources>) {
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = self.set.load_full();
+        if current.allocatable != allocatable {
+            self.store_with(current.pods.to_vec(), allocatable);
+        }
+    }
+
+    /// Whether the feed behind this set is up (its watch listed and not failing since). From the
+    /// first call on, [`PodSource::live_as_of`] reports it: now while up, else the moment it last
+    /// went down (or this call, if it never was up).
+    pub fn set_live(&self, up: bool) {
+        if up {
+            self.liveness.store(LIVENESS_UP, Ordering::Release);
+        } else if self.liveness.swap(LIVENESS_DOWN, Ordering::AcqRel) != LIVENESS_DOWN {
+            let nanos = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            self.down_since_nanos.store(nanos, Ordering::Release);
         }
     }
 
@@ -137,11 +183,17 @@ impl InMemoryPodSource {
     }
 
     fn store(&self, pods: Vec<PodEntry>) {
+        let allocatable = self.set.load().allocatable;
+        self.store_with(pods, allocatable);
+    }
+
+    fn store_with(&self, pods: Vec<PodEntry>, allocatable: Option<Resources>) {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         self.set.store(Arc::new(PodSet {
             generation,
             as_of: SystemTime::now(),
             pods: pods.into(),
+            allocatable,
         }));
     }
 
@@ -191,6 +243,17 @@ impl PodSource for InMemoryPodSource {
     fn pods(&self) -> PodSet {
         PodSet::clone(&self.set.load())
     }
+
+    fn live_as_of(&self) -> Option<SystemTime> {
+        match self.liveness.load(Ordering::Acquire) {
+            LIVENESS_UNTRACKED => None,
+            LIVENESS_UP => Some(SystemTime::now()),
+            _ => Some(
+                SystemTime::UNIX_EPOCH
+                    + std::time::Duration::from_nanos(self.down_since_nanos.load(Ordering::Acquire)),
+            ),
+        }
+    }
 }
 
 impl<T: PodSource> PodSource for Arc<T> {
@@ -200,5 +263,9 @@ impl<T: PodSource> PodSource for Arc<T> {
 
     fn pods(&self) -> PodSet {
         (**self).pods()
+    }
+
+    fn live_as_of(&self) -> Option<SystemTime> {
+        (**self).live_as_of()
     }
 }

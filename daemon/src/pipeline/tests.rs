@@ -6,7 +6,7 @@ use std::{
 };
 
 use headroom_common::{CgroupKey, CgroupStats, EventKind, ProbeEvent};
-use headroom_node_model::Resources;
+use headroom_node_model::{LedgerError, Resources};
 
 use super::*;
 
@@ -319,6 +319,7 @@ async fn ledger_reserves_releases_and_counts_pods() {
         amount: Resources::new(cpu, 0),
         ttl: Duration::from_secs(30),
         require_known_pod: true,
+        releasing: Vec::new(),
     };
     // allocatable 8000m, allocated 1000m.
     let (view, node) = ledger.reserve(req("r1", 6000)).await.unwrap();
@@ -368,6 +369,7 @@ async fn reservations_expire() {
         amount: Resources::new(100, 0),
         ttl: Duration::from_millis(30),
         require_known_pod: true,
+        releasing: Vec::new(),
     };
     ledger.reserve(req).await.unwrap();
     let mut rx = f.reader.subscribe();
@@ -575,4 +577,79 @@ fn shutdown_applies_every_accepted_batch() {
         s.stats.processed_total, accepted,
         "the last snapshot shows every record accepted before shutdown"
     );
+}
+
+#[tokio::test]
+async fn reserve_counts_the_releasing_pods_as_gone() {
+    let f = fixture(config());
+    // allocatable 8000m; pod-1 1000m, pod-2 (the victim) 5000m: 2000m free.
+    f.pods.upsert(PodEntry {
+        pod: pod(2),
+        requests: Resources::new(5000, 1 << 30),
+    });
+    wait_for(&f.reader, "pod-2 counted", |s| {
+        s.node.headroom.allocated.cpu_millis == 6000
+    });
+    let ledger = f.handle.ledger();
+    let req = |id: &str, releasing: Vec<String>| ReserveRequest {
+        id: id.into(),
+        pod: "uid-1".into(),
+        amount: Resources::new(4000, 0),
+        ttl: Duration::from_secs(30),
+        require_known_pod: true,
+        releasing,
+    };
+    let err = ledger.reserve(req("without", Vec::new())).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ReserveError::Ledger(LedgerError::InsufficientHeadroom { .. })
+        ),
+        "{err}"
+    );
+    // An unknown uid (a victim already gone) changes nothing.
+    let err = ledger
+        .reserve(req("gone", vec!["uid-404".into()]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ReserveError::Ledger(_)), "{err}");
+    let (view, node) = ledger
+        .reserve(req("with", vec!["uid-2".into(), "uid-404".into()]))
+        .await
+        .unwrap();
+    assert_eq!(view.amount.cpu_millis, 4000);
+    // Until the victim has left, the node is over-promised by its room...
+    assert_eq!(node.allocated.cpu_millis, 6000);
+    assert_eq!(node.reserved.cpu_millis, 4000);
+    assert!(node.headroom.cpu_millis <= 0, "{node:?}");
+    // ...and once it has, the reservation holds exactly the room it left.
+    assert!(f.pods.remove("uid-2"));
+    wait_for(&f.reader, "victim gone", |s| {
+        s.node.headroom.allocated.cpu_millis == 1000 && s.node.headroom.headroom.cpu_millis == 3000
+    });
+}
+
+#[tokio::test]
+async fn allocatable_and_liveness_come_from_a_live_source() {
+    let f = fixture(PipelineConfig {
+        tick_interval: Duration::from_millis(5),
+        stale_after: Duration::from_millis(50),
+        ..config()
+    });
+    f.pods.set_live(true);
+    f.pods.set_allocatable(Some(Resources::new(3920, 8 << 30)));
+    let s = wait_for(&f.reader, "allocatable from the source", |s| {
+        s.node.headroom.allocatable.cpu_millis == 3920
+    });
+    assert_eq!(s.node.headroom.headroom.cpu_millis, 2920);
+    std::thread::sleep(Duration::from_millis(120));
+    assert!(!f.reader.load().node.stale, "a live source stays fresh");
+    f.pods.set_live(false);
+    wait_for(&f.reader, "a source that went down turns stale", |s| s.node.stale);
+    f.pods.set_live(true);
+    wait_for(&f.reader, "and fresh again once it is back", |s| !s.node.stale);
+    f.pods.set_allocatable(None);
+    wait_for(&f.reader, "back to the configured allocatable", |s| {
+        s.node.headroom.allocatable.cpu_millis == 8000
+    });
 }

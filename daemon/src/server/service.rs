@@ -252,6 +252,7 @@ impl Headroom for HeadroomService {
             validate::pod_id("pod", &req.pod)?;
             let allocatable = self.reader.load().node.headroom.allocatable;
             let amount = validate::resource_amount(req.amount.as_ref(), allocatable)?;
+            let releasing = validate::releasing_pod_uids(&req.releasing_pod_uids, &req.pod)?;
             let ttl = match req.ttl_seconds {
                 0 => self.limits.default_reservation_ttl,
                 s => Duration::from_secs(u64::from(s)),
@@ -271,6 +272,7 @@ impl Headroom for HeadroomService {
                     amount,
                     ttl,
                     require_known_pod: self.limits.require_known_pod,
+                    releasing,
                 })
                 .await
                 .map_err(ledger_status)?;

@@ -11,6 +11,8 @@ use super::actuator::{ContainerResize, PodLevelResize, ResizeRequest};
 pub const MAX_ID_LEN: usize = 128;
 /// Most containers in one resize.
 pub const MAX_CONTAINERS: usize = 64;
+/// Most `releasing_pod_uids` in one reservation (a node runs at most a few hundred Pods).
+pub const MAX_RELEASING: usize = 256;
 
 fn invalid(msg: impl Into<String>) -> Status {
     Status::invalid_argument(msg)
@@ -90,6 +92,31 @@ pub fn pod_id(field: &str, id: &str) -> Result<(), Status> {
         ))),
         None => pod_uid(field, id),
     }
+}
+
+/// `ReserveRequest.releasing_pod_uids`: at most [`MAX_RELEASING`] Pod uids, none of them the
+/// reserved Pod itself; duplicates are collapsed. Uids the daemon does not count are not an error
+/// (a victim may be gone already): the aggregator ignores them.
+pub fn releasing_pod_uids(uids: &[String], reserved_pod: &str) -> Result<Vec<String>, Status> {
+    if uids.len() > MAX_RELEASING {
+        return Err(invalid(format!(
+            "releasing_pod_uids has {} entries; at most {MAX_RELEASING}",
+            uids.len()
+        )));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(uids.len());
+    for (i, uid) in uids.iter().enumerate() {
+        pod_uid(&format!("releasing_pod_uids[{i}]"), uid)?;
+        if uid == reserved_pod {
+            return Err(invalid(format!(
+                "releasing_pod_uids[{i}] is the reserved Pod itself"
+            )));
+        }
+        if !out.contains(uid) {
+            out.push(uid.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// A container name: a DNS-1123 label.

@@ -244,6 +244,13 @@ pub struct ReserveRequest {
     /// Time to live; 0 means the daemon's default.
     #[prost(uint32, tag = "4")]
     pub ttl_seconds: u32,
+    /// Uids of Pods being evicted to make this very room (a preemptor's victims). The room is
+    /// computed as if they were already gone: they are leaving, and this reservation holds their
+    /// room until they are. Uids of Pods the daemon does not count (already gone, never seen) are
+    /// ignored. At most 256, each a Pod uid (1-64 characters of \[A-Za-z0-9\_-\]), else
+    /// INVALID_ARGUMENT; the reserved Pod itself may not be among them.
+    #[prost(string, repeated, tag = "5")]
+    pub releasing_pod_uids: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ReserveResponse {

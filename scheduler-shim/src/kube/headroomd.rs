@@ -197,6 +197,7 @@ impl Reservations for HeadroomdLedger {
                     ..pb::ResourceAmount::default()
                 }),
                 ttl_seconds: u32::try_from(r.ttl.as_secs().max(1)).unwrap_or(u32::MAX),
+                releasing_pod_uids: r.releasing_pod_uids.clone(),
             };
             let result = self
                 .headroomd

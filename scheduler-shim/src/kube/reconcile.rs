@@ -397,6 +397,12 @@ impl Backend {
             amount: extra,
             available,
             ttl: self.config.resize_timeout,
+            releasing_pod_uids: decision
+                .victims
+                .iter()
+                .filter(|v| !v.uid.is_empty())
+                .map(|v| v.uid.clone())
+                .collect(),
         };
         if let Err(error) = self.reservations.reserve(reserve).await {
             tracing::warn!(pod = %pod_key, %error, "no reservation; not preempting");

@@ -35,6 +35,9 @@ pub struct Reserve {
     /// [`LocalLedger`] uses it; headroomd checks against its own live figures.
     pub available: Resources,
     pub ttl: Duration,
+    /// Uids of the victims evicted for this room: headroomd counts the node as if they were gone
+    /// (they are leaving; the reservation holds their room until they are).
+    pub releasing_pod_uids: Vec<String>,
 }
 
 /// Why a reservation was not made.

@@ -173,7 +173,15 @@ async fn serve_one(
         .requested
         .saturating_sub(request.admitted)
         .max(Resources::ZERO);
-    if let Err(e) = reserve(node, &reservation, &uid, extra).await {
+    // Already out of headroomd's Pod source (terminating); named anyway, as the Kubernetes
+    // backend names them, so the reservation says what it is waiting for.
+    let victim_uids: Vec<String> = decision
+        .victims
+        .iter()
+        .filter(|v| !v.uid.is_empty())
+        .map(|v| v.uid.clone())
+        .collect();
+    if let Err(e) = reserve(node, &reservation, &uid, extra, victim_uids).await {
         set_terminating(node, &victim_keys, false);
         tracing::warn!(error = %e, "no reservation; nobody evicted");
         return Ok(outcome(None, Some(e.to_string())));
@@ -254,6 +262,7 @@ async fn reserve(
     id: &str,
     uid: &str,
     amount: Resources,
+    releasing_pod_uids: Vec<String>,
 ) -> Result<(), StandaloneError> {
     let mut client = node.headroomd().await?;
     let ttl = u32::try_from(node.config.reservation_ttl.as_secs())
@@ -269,6 +278,7 @@ async fn reserve(
                 ..pb::ResourceAmount::default()
             }),
             ttl_seconds: ttl,
+            releasing_pod_uids,
         })
         .await
         .map_err(|s| StandaloneError::Headroomd(format!("Reserve: {}", s.message())))?;
