@@ -5,6 +5,7 @@
 mod api_common;
 mod tls_support;
 
+use headroomd::error_chain as chain;
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use api_common::{TestDaemon, start_with};
@@ -74,17 +75,6 @@ async fn get_headroom(
     .map_err(|_| "GetHeadroom timed out".to_string())?
     .map(tonic::Response::into_inner)
     .map_err(|s| format!("GetHeadroom: {s:?}"))
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 fn reserve(id: &str) -> pb::ReserveRequest {

@@ -424,7 +424,13 @@ fn markdown(machine: &Value, benches: &[&Bench], plot_prefix: &str, throughput_s
 
     for b in benches {
         let _ = writeln!(md, "\n## {}\n", b.name);
-        let _ = writeln!(md, "Reproduce: `{}`", b.command);
+        // Relative to the checkout (benchmarks record their argv, which xtask gives as
+        // absolute paths), so the line works in anyone's clone.
+        let command = match std::env::current_dir() {
+            Ok(root) => b.command.replace(&format!("{}/", root.display()), ""),
+            Err(_) => b.command.clone(),
+        };
+        let _ = writeln!(md, "Reproduce: `{command}`");
         // The soak is its own xtask job, not one of `cargo xtask bench`'s benchmarks.
         let xtask = if b.name == "soak" {
             "cargo xtask soak".to_string()

@@ -5,6 +5,7 @@
 //! working.
 pub mod btf;
 
+use crate::error_chain;
 use std::{
     collections::{HashMap, HashSet},
     os::fd::OwnedFd,
@@ -444,17 +445,6 @@ pub fn add_stats(total: &mut CgroupStats, value: &CgroupStats) {
     total.direct_reclaim_episodes += value.direct_reclaim_episodes;
     total.direct_reclaim_stall_ns += value.direct_reclaim_stall_ns;
     total.oom_kills += value.oom_kills;
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK

@@ -11,6 +11,7 @@ pub mod service;
 pub mod tls;
 pub mod validate;
 
+use crate::error_chain;
 use std::{
     io,
     net::SocketAddr,
@@ -349,16 +350,4 @@ pub async fn serve(
         path,
         health,
     })
-}
-
-/// `e` and its sources, joined by ": ".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

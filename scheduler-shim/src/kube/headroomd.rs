@@ -9,6 +9,7 @@
 //! snapshot at least that often; an old `generated_at` means a stalled pipeline or a headroomd that
 //! is gone, and nobody is evicted on it.
 
+use headroomd::error_chain;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -150,17 +151,6 @@ impl Headroomd {
         })
         .await
     }
-}
-
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 // === The ledger ===
