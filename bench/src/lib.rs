@@ -138,36 +138,60 @@ pub fn fmt_ns(ns: u64) -> String {
     }
 }
 
-fn print_row(s: &Summary) {
+/// The two-worker Tokio runtime the async benchmarks run on; `None` (said on stderr) if it
+/// cannot start.
+pub fn tokio_runtime(name: &str) -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("{name}: start the Tokio runtime: {e}");
+            None
+        }
+    }
+}
+
+/// Prints a percentile table: a header, then one row per summary, the label column as wide as
+/// the longest label.
+pub fn print_table<'a>(rows: impl IntoIterator<Item = &'a Summary>) {
+    let rows: Vec<&Summary> = rows.into_iter().collect();
+    let width = rows
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(28);
     println!(
-        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        s.label,
-        s.samples,
-        fmt_ns(s.p50_ns),
-        fmt_ns(s.p90_ns),
-        fmt_ns(s.p99_ns),
-        fmt_ns(s.p999_ns),
-        fmt_ns(s.max_ns)
+        "{:<width$} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "", "samples", "p50", "p90", "p99", "p99.9", "max"
     );
+    for s in rows {
+        println!(
+            "{:<width$} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            s.label,
+            s.samples,
+            fmt_ns(s.p50_ns),
+            fmt_ns(s.p90_ns),
+            fmt_ns(s.p99_ns),
+            fmt_ns(s.p999_ns),
+            fmt_ns(s.max_ns)
+        );
+    }
 }
 
 /// Prints the table: ours, the peer, the ratio, then the detail rows and notes.
 pub fn print_comparison(c: &Comparison) {
     println!("== {} ==", c.name);
-    println!(
-        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "", "samples", "p50", "p90", "p99", "p99.9", "max"
-    );
-    print_row(&c.ours);
-    if let Some(peer) = &c.peer {
-        print_row(peer);
-    }
+    print_table(std::iter::once(&c.ours).chain(&c.peer));
     if let (Some(r50), Some(r99)) = (c.ratio_p50, c.ratio_p99) {
         println!("ratio (peer / ours): p50 {r50:.1}x, p99 {r99:.1}x");
     }
     if !c.details.is_empty() {
         println!("-- details --");
-        c.details.iter().for_each(print_row);
+        print_table(&c.details);
     }
     for n in &c.notes {
         println!("note: {n}");

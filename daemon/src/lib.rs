@@ -8,6 +8,7 @@ pub mod cgroups;
 pub mod collector;
 pub mod config;
 pub mod kube_source;
+pub mod kubectl;
 pub mod metrics;
 pub mod node;
 pub mod observe;

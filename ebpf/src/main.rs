@@ -322,13 +322,16 @@ fn switch_out(prev: *const u8, prev_state: u32, now: u64) {
         // switch-in ends the episode.
         let marked = now | THROTTLED_MARK;
         if config!(runq_model) == RunqModel::SchedInfo as u32 {
+            // Only counted entries may exist in this model (switch-ins look entries up only while
+            // the count is non-zero): an existing entry is updated, never inserted a second way.
             if RUNNABLE_SINCE
                 .insert(&pid, &marked, u64::from(BPF_NOEXIST))
                 .is_ok()
             {
                 add_pending(1);
-            } else {
-                set_runnable(pid, marked);
+            } else if let Some(slot) = RUNNABLE_SINCE.get_ptr_mut(&pid) {
+                // SAFETY: a map value of this task.
+                unsafe { *slot = marked };
             }
         } else {
             set_runnable(pid, marked);

@@ -26,7 +26,7 @@ use headroom_actuator::layout::DEFAULT_MOUNT;
 use headroom_bench::runc::{RuncContainer, run, runc_version};
 use headroom_bench::{
     BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
-    print_comparison, write_json,
+    print_comparison, print_table, write_json,
 };
 use headroom_node_model::Resources;
 use headroom_shim::standalone::run::{RunConfig, Running, hostname, intent_dir_for, is_root, start};
@@ -576,22 +576,7 @@ fn print_variant(r: &VariantResult) {
         if v.load { ", stress-ng load" } else { "" },
         v.what
     );
-    println!(
-        "{:<34} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "", "samples", "p50", "p90", "p99", "p99.9", "max"
-    );
-    for s in phase_rows(r) {
-        println!(
-            "{:<34} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            s.label,
-            s.samples,
-            fmt_ns(s.p50_ns),
-            fmt_ns(s.p90_ns),
-            fmt_ns(s.p99_ns),
-            fmt_ns(s.p999_ns),
-            fmt_ns(s.max_ns)
-        );
-    }
+    print_table(&phase_rows(r));
     let (lo, hi) = (r.evicted.iter().min(), r.evicted.iter().max());
     println!(
         "victims evicted per repetition: {} (expected {} of {}); reset (shrink + recreate) p50 {}",
@@ -644,16 +629,8 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::from(2);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{NAME}: start the Tokio runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
+    let Some(rt) = headroom_bench::tokio_runtime(NAME) else {
+        return std::process::ExitCode::FAILURE;
     };
     let result = rt.block_on(async {
         tokio::spawn(async {

@@ -6,7 +6,6 @@
 //! `cargo xtask bench shim` (or `target/release/shim --out target/bench [--quick]`).
 
 use std::{
-    cmp::Ordering,
     hint::black_box,
     time::{Duration, Instant},
 };
@@ -19,6 +18,7 @@ use headroom_bench::{
     print_comparison, write_json,
 };
 use headroom_node_model::{QosClass, Resources};
+use headroom_shim::decide::more_important_first;
 use headroom_shim::{
     NodeInput, NodeState, Outcome, PdbInput, PodInput, PreemptionPolicy, ResizeRequest, decide,
 };
@@ -141,19 +141,7 @@ fn resize(state: &NodeState, rng: &mut Rng) -> (usize, ResizeRequest) {
     )
 }
 
-// === The generic path, re-implemented plainly ===
-
-/// The scheduler's `MoreImportantPod`.
-fn more_important(a: &PodInput, b: &PodInput) -> Ordering {
-    b.priority
-        .cmp(&a.priority)
-        .then_with(|| match (a.start_time, b.start_time) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        })
-}
+// === The generic path, re-implemented plainly (Pod ordering shared with the decision core) ===
 
 struct Candidate {
     node: usize,
@@ -198,7 +186,7 @@ fn select_victims_on_node(
     if !sum(&pods).fits_within(&allocatable) {
         return None;
     }
-    potential.sort_by(|a, b| more_important(a.1, b.1));
+    potential.sort_by(|a, b| more_important_first(a.1, b.1));
     let mut budget: Vec<i32> = state.pdbs.iter().map(|p| p.disruptions_allowed).collect();
     let (mut violating, mut non_violating) = (Vec::new(), Vec::new());
     for (i, p) in potential {
@@ -227,7 +215,7 @@ fn select_victims_on_node(
             }
         }
     }
-    victims.sort_by(|a, b| more_important(&state.pods[*a], &state.pods[*b]));
+    victims.sort_by(|a, b| more_important_first(&state.pods[*a], &state.pods[*b]));
     Some(Candidate {
         node,
         victims,

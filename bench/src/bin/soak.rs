@@ -873,16 +873,8 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::from(2);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{NAME}: start the Tokio runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
+    let Some(rt) = headroom_bench::tokio_runtime(NAME) else {
+        return std::process::ExitCode::FAILURE;
     };
     let result = rt.block_on(async {
         tokio::select! {

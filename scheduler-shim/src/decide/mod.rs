@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use order::{decide_all, kubelet_retry_order};
-pub use select::{SelectedVictims, select_victims_on_node};
+pub use select::{SelectedVictims, more_important_first, select_victims_on_node};
 
 /// `preemptionPolicy` of a Pod (from its spec or its PriorityClass).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -94,17 +94,6 @@ impl EventStore {
     }
 }
 
-/// kubectl's `HumanDuration` for LAST SEEN ("5s", "3m2s", "2h").
-pub fn human_duration(seconds: i64) -> String {
-    let s = seconds.max(0);
-    match s {
-        0..120 => format!("{s}s"),
-        120..600 if s % 60 != 0 => format!("{}m{}s", s / 60, s % 60),
-        120..10_800 => format!("{}m", s / 60),
-        _ => format!("{}h", s / 3600),
-    }
-}
-
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRow {
@@ -115,33 +104,14 @@ pub struct EventRow {
     pub message: String,
 }
 
-/// Formats rows like `kubectl get events` (columns padded to the widest cell, 3 spaces apart).
+/// Formats rows like `kubectl get events`.
 pub fn table(rows: &[EventRow]) -> String {
     let header = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
     let cells: Vec<[&str; 5]> = rows
         .iter()
         .map(|r| [&*r.last_seen, &*r.type_, &*r.reason, &*r.object, &*r.message])
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let line = |row: [&str; 5]| {
-        let mut out = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i == row.len() - 1 {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<w$}   ", w = widths[i]));
-            }
-        }
-        out.trim_end().to_string()
-    };
-    let mut lines = vec![line(header)];
-    lines.extend(cells.into_iter().map(line));
-    lines.join("\n")
+    headroomd::kubectl::table(&header, &cells)
 }
 
 /// A stored event as a table row, LAST SEEN relative to `now`.
@@ -152,7 +122,7 @@ pub fn row(event: &Event, now: jiff::Timestamp) -> EventRow {
         .or(event.first_timestamp.as_ref())
         .map_or(now, |t| t.0);
     EventRow {
-        last_seen: human_duration(now.duration_since(last).as_secs()),
+        last_seen: headroomd::kubectl::human_duration(now.duration_since(last).as_secs()),
         type_: event.type_.clone().unwrap_or_default(),
         reason: event.reason.clone().unwrap_or_default(),
         object: format!(
@@ -172,14 +142,6 @@ pub fn row(event: &Event, now: jiff::Timestamp) -> EventRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_like_kubectl() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(125), "2m5s");
-        assert_eq!(human_duration(600), "10m");
-        assert_eq!(human_duration(-3), "0s");
-    }
 
     #[test]
     fn repeated_events_are_counted_not_duplicated() {

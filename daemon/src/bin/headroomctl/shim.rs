@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use clap::Subcommand;
 use headroom_proto::v1::{self as pb, standalone_client::StandaloneClient};
+use headroomd::kubectl::{human_duration, table};
 
 #[derive(Subcommand)]
 pub enum ShimCommand {
@@ -44,42 +45,6 @@ pub enum ShimCommand {
 
 fn status(e: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("headroom-shim: {:?}: {}", e.code(), e.message())
-}
-
-/// kubectl's `HumanDuration` for LAST SEEN ("5s", "3m2s", "2h").
-fn human(seconds: i64) -> String {
-    let s = seconds.max(0);
-    match s {
-        0..120 => format!("{s}s"),
-        120..600 if s % 60 != 0 => format!("{}m{}s", s / 60, s % 60),
-        120..10_800 => format!("{}m", s / 60),
-        _ => format!("{}h", s / 3600),
-    }
-}
-
-/// Columns padded to the widest cell, 3 spaces apart, the last one free.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let n = cells.len();
-        let mut out = String::new();
-        for (i, c) in cells.into_iter().enumerate() {
-            if i + 1 == n {
-                out.push_str(c);
-            } else {
-                out.push_str(&format!("{c:<w$}   ", w = widths[i]));
-            }
-        }
-        out.trim_end().to_string()
-    };
-    let mut out = vec![line(header.to_vec())];
-    out.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
-    out.join("\n")
 }
 
 pub async fn run(socket: &Path, command: ShimCommand) -> anyhow::Result<()> {
@@ -131,7 +96,13 @@ pub async fn run(socket: &Path, command: ShimCommand) -> anyhow::Result<()> {
                 .into_iter()
                 .map(|e| {
                     let last = e.last_timestamp.or(e.first_timestamp).map_or(now, |t| t.seconds);
-                    vec![human(now - last), e.r#type, e.reason, e.object, e.message]
+                    vec![
+                        human_duration(now - last),
+                        e.r#type,
+                        e.reason,
+                        e.object,
+                        e.message,
+                    ]
                 })
                 .collect();
             if rows.is_empty() {
