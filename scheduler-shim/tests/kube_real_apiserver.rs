@@ -1,0 +1,308 @@
+//! `headroom-shim kube` against a real kube-apiserver v1.37.2 (with etcd and
+//! kube-controller-manager's disruption controller), started by `headroom_testkit` from the
+//! programs `cargo xtask build-k8s` builds. The shim runs as the DaemonSet's ServiceAccount with
+//! the RBAC from `deploy/kubernetes/`, applied with the real kubectl: a missing permission fails.
+//!
+//! No kubelet runs: the test writes the Pods' status and the `PodResizePending`/`Deferred`
+//! condition itself, as upstream's `TestDeferredResizePodPreemption` does, and an evicted Pod stays
+//! `Terminating` (nobody confirms its containers stopped), which is what the test looks for.
+#![allow(clippy::unwrap_used)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use headroom_testkit::{ControlPlane, ControlPlaneOptions, load_cluster_file};
+use serde_json::Value;
+
+const NODE: &str = "kind-control-plane";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The control plane with headroom's namespace, ServiceAccount and RBAC applied, and the seed's
+/// cluster loaded.
+fn seed_cluster() -> ControlPlane {
+    let plane = ControlPlane::start(ControlPlaneOptions::default())
+        .unwrap_or_else(|e| panic!("the real control plane must start: {e}"));
+    let deploy = workspace().join("deploy/kubernetes");
+    for manifest in ["namespace.yaml", "rbac.yaml"] {
+        let path = deploy.join(manifest);
+        plane
+            .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
+            .unwrap();
+    }
+    let seed =
+        std::fs::read_to_string(workspace().join("scheduler-shim/examples/seed-cluster.yaml")).unwrap();
+    load_cluster_file(&plane, &seed).unwrap();
+    plane
+}
+
+/// `kubectl patch pod NAME --subresource resize` to `cpu`, then the kubelet's Deferred verdict.
+fn resize_and_defer(plane: &ControlPlane, name: &str, container: &str, cpu: &str, message: &str) {
+    let resize = serde_json::json!({"spec": {"containers": [{"name": container, "resources": {
+        "requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
+    .to_string();
+    plane
+        .kubectl_ok(&["patch", "pod", name, "--subresource=resize", "-p", &resize])
+        .unwrap();
+    let condition = serde_json::json!({"status": {"conditions": [{
+        "type": "PodResizePending", "status": "True", "reason": "Deferred", "message": message,
+        "lastTransitionTime": now_rfc3339(),
+    }]}})
+    .to_string();
+    plane
+        .kubectl_ok(&["patch", "pod", name, "--subresource=status", "-p", &condition])
+        .unwrap();
+}
+
+/// Now, RFC 3339 (the API server runs on this machine's clock).
+fn now_rfc3339() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+struct Shim {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Shim {
+    fn start(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> Shim {
+        let log = plane.dir().join("headroom-shim.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
+            .args([
+                "kube",
+                "--node-name",
+                NODE,
+                "--ledger",
+                "local",
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--resync-seconds",
+                "1",
+            ])
+            .args(extra)
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info")
+            .env("HEADROOM_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        Shim { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Shim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pod(plane: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
+    let out = plane
+        .kubectl()
+        .args(["get", "pod", name, "-n", namespace, "-o", "json"])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn condition<'a>(pod: &'a Value, kind: &str) -> Option<&'a Value> {
+    pod.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+fn events_of(plane: &ControlPlane, name: &str) -> Vec<Value> {
+    let out = plane
+        .kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            "default",
+            "--field-selector",
+            &format!("involvedObject.name={name}"),
+            "-o",
+            "json",
+        ])
+        .unwrap();
+    let list: Value = serde_json::from_str(&out).unwrap();
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// Polls `probe` until it returns `Some`, or fails with the shim's log.
+fn wait_for<T>(shim: &Shim, what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "timed out after {timeout:?} waiting for {what}; headroom-shim's log:\n{}",
+                shim.log()
+            );
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn seed_resize_evicts_the_low_priority_pod_through_the_eviction_api() {
+    let plane = seed_cluster();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    let high_uid = pod(&plane, "default", "high-priority-pod").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    resize_and_defer(
+        &plane,
+        "high-priority-pod",
+        "app",
+        "6",
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
+    );
+    let shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
+
+    let victim = wait_for(
+        &shim,
+        "low-priority-pod to be evicted",
+        Duration::from_secs(60),
+        || {
+            pod(&plane, "default", "low-priority-pod")
+                .filter(|p| p.pointer("/metadata/deletionTimestamp").is_some())
+        },
+    );
+    let target = condition(&victim, "DisruptionTarget")
+        .unwrap_or_else(|| panic!("the victim carries DisruptionTarget: {victim:#}"));
+    assert_eq!(target["status"], "True", "{target:#}");
+
+    let high = pod(&plane, "default", "high-priority-pod").unwrap();
+    assert!(
+        high.pointer("/metadata/deletionTimestamp").is_none(),
+        "the resizing Pod is never a victim"
+    );
+    // Nobody of equal or higher priority is touched: the kube-system Pods stay.
+    for system in ["etcd-kind-control-plane", "kube-apiserver-kind-control-plane"] {
+        let p = pod(&plane, "kube-system", system).unwrap();
+        assert!(
+            p.pointer("/metadata/deletionTimestamp").is_none(),
+            "{system} was evicted"
+        );
+    }
+
+    let events = wait_for(&shim, "the Preempted event", Duration::from_secs(20), || {
+        let events = events_of(&plane, "low-priority-pod");
+        events
+            .iter()
+            .any(|e| e["reason"] == "Preempted")
+            .then_some(events)
+    });
+    let preempted = events.iter().find(|e| e["reason"] == "Preempted").unwrap();
+    assert_eq!(
+        preempted["message"],
+        format!("Preempted by pod {high_uid} on node {NODE}"),
+        "upstream's message, with the preemptor's UID"
+    );
+    let table = plane
+        .kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            "default",
+            "--sort-by=.metadata.creationTimestamp",
+        ])
+        .unwrap();
+    println!("kubectl get events -n default:\n{table}");
+}
+
+#[test]
+fn a_pdb_with_no_disruptions_allowed_refuses_the_eviction_and_the_victim_keeps_running() {
+    let plane = seed_cluster();
+    plane
+        .kubectl_ok(&["label", "pod", "low-priority-pod", "-n", "default", "app=low"])
+        .unwrap();
+    let pdb = serde_json::json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "low", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "low"}}},
+    });
+    plane
+        .kubectl_stdin(&["create", "-f", "-"], &pdb.to_string())
+        .unwrap();
+    // The real disruption controller decides: one healthy Pod, minAvailable 1, none allowed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = plane
+            .kubectl_ok(&["get", "pdb", "low", "-n", "default", "-o", "json"])
+            .unwrap();
+        let pdb: Value = serde_json::from_str(&out).unwrap();
+        if pdb.pointer("/status/observedGeneration").is_some() {
+            assert_eq!(pdb["status"]["disruptionsAllowed"], 0, "{pdb:#}");
+            assert_eq!(pdb["status"]["currentHealthy"], 1, "{pdb:#}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the disruption controller never computed the PDB"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    resize_and_defer(
+        &plane,
+        "high-priority-pod",
+        "app",
+        "6",
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
+    );
+    let shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
+
+    let refusal = wait_for(
+        &shim,
+        "an Event saying the eviction was refused",
+        Duration::from_secs(60),
+        || {
+            let mut events = events_of(&plane, "high-priority-pod");
+            events.extend(events_of(&plane, "low-priority-pod"));
+            events.into_iter().find(|e| {
+                e["type"] == "Warning"
+                    && e["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("disruption budget"))
+            })
+        },
+    );
+    println!("refusal event: {} {}", refusal["reason"], refusal["message"]);
+    let low = pod(&plane, "default", "low-priority-pod").unwrap();
+    assert!(
+        low.pointer("/metadata/deletionTimestamp").is_none(),
+        "a refused eviction leaves the victim running: {low:#}"
+    );
+    let high = pod(&plane, "default", "high-priority-pod").unwrap();
+    let pending = condition(&high, "PodResizePending").unwrap();
+    assert_eq!(pending["reason"], "Deferred", "the resize stays Deferred");
+}

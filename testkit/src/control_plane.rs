@@ -1,0 +1,530 @@
+//! etcd, kube-apiserver, kube-controller-manager and (optionally) kube-scheduler, the real
+//! upstream programs, on 127.0.0.1 with a throw-away data directory and PKI. Dropping the
+//! [`ControlPlane`] stops every component and removes the directory.
+//!
+//! No kubelet runs: a test plays the node's part by writing Pod status itself, as upstream's
+//! own scheduler integration tests do.
+use std::{
+    fs,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use thiserror::Error;
+
+use crate::pki;
+
+/// The Kubernetes release the programs must be (`k8s/go.mod`).
+pub const KUBERNETES_VERSION: &str = "v1.37.2";
+
+/// The alpha gate behind upstream's preemption for Deferred resizes.
+pub const RESIZE_PREEMPTION_GATE: &str = "InPlacePodVerticalScalingSchedulerPreemption";
+
+#[derive(Debug, Error)]
+pub enum ControlPlaneError {
+    #[error(
+        "{program} {KUBERNETES_VERSION} is not built at {path}: run `cargo xtask build-k8s` \
+         (or set HEADROOM_K8S_BIN to the folder holding it)"
+    )]
+    NotBuilt { program: String, path: PathBuf },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("making the control plane's certificates: {0}")]
+    Pki(String),
+    #[error("{component} did not become ready within {waited:?}; last lines of its log:\n{log_tail}")]
+    NotReady {
+        component: String,
+        waited: Duration,
+        log_tail: String,
+    },
+    #[error("{component} exited during start-up ({status}); last lines of its log:\n{log_tail}")]
+    Exited {
+        component: String,
+        status: String,
+        log_tail: String,
+    },
+    #[error("`kubectl {args}` failed ({status}):\n{stderr}")]
+    Kubectl {
+        args: String,
+        status: String,
+        stderr: String,
+    },
+}
+
+/// Whether kube-scheduler runs, and with resize preemption on or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedulerGate {
+    /// Upstream's resize preemption on: the reference headroom is held against.
+    On,
+    /// kube-scheduler runs without resize preemption (headroom-shim does that job).
+    Off,
+}
+
+#[derive(Clone, Debug)]
+pub struct ControlPlaneOptions {
+    /// `None`: no kube-scheduler at all.
+    pub scheduler: Option<SchedulerGate>,
+    /// The disruption controller computes PDBs' `disruptionsAllowed`; the service-account and
+    /// namespace controllers make `default` service accounts and finish namespace deletion.
+    pub controller_manager: bool,
+    /// How long each component may take to become ready.
+    pub start_timeout: Duration,
+}
+
+impl Default for ControlPlaneOptions {
+    fn default() -> Self {
+        ControlPlaneOptions {
+            scheduler: None,
+            controller_manager: true,
+            start_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+struct Component {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+/// A running control plane. See the module documentation.
+pub struct ControlPlane {
+    bin: PathBuf,
+    // Dropped after the components (fields drop in order): the data lives until they are gone.
+    components: Vec<Component>,
+    dir: tempfile::TempDir,
+    server: String,
+    admin_kubeconfig: PathBuf,
+    start_timeout: Duration,
+}
+
+impl ControlPlane {
+    /// Starts etcd, kube-apiserver and what `options` asks for, and waits until each is ready.
+    pub fn start(options: ControlPlaneOptions) -> Result<ControlPlane, ControlPlaneError> {
+        let bin = bin_dir();
+        for program in ["etcd", "kube-apiserver", "kubectl"]
+            .into_iter()
+            .chain(options.controller_manager.then_some("kube-controller-manager"))
+            .chain(options.scheduler.map(|_| "kube-scheduler"))
+        {
+            let path = bin.join(program);
+            if !path.is_file() {
+                return Err(ControlPlaneError::NotBuilt {
+                    program: program.to_string(),
+                    path,
+                });
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("headroom-control-plane-")
+            .tempdir()
+            .map_err(|source| io("create the control plane's directory", source))?;
+        pki::write(dir.path())?;
+        let apiserver_port = free_port()?;
+        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let admin_kubeconfig = dir.path().join("admin.kubeconfig");
+        write_kubeconfig(
+            &admin_kubeconfig,
+            &server,
+            &dir.path().join(pki::CA_CERT),
+            Credentials::Certificate {
+                cert: dir.path().join(pki::ADMIN_CERT),
+                key: dir.path().join(pki::ADMIN_KEY),
+            },
+        )?;
+        let mut plane = ControlPlane {
+            bin,
+            components: Vec::new(),
+            dir,
+            server,
+            admin_kubeconfig,
+            start_timeout: options.start_timeout,
+        };
+        plane.start_etcd_and_apiserver(apiserver_port)?;
+        if options.controller_manager {
+            plane.start_controller_manager()?;
+        }
+        if let Some(gate) = options.scheduler {
+            plane.start_scheduler(gate)?;
+        }
+        Ok(plane)
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// A kubeconfig of the built-in superuser (`system:masters`).
+    pub fn admin_kubeconfig(&self) -> &Path {
+        &self.admin_kubeconfig
+    }
+
+    /// The folder of the upstream programs.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    /// A scratch folder that lives as long as the control plane.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `kubectl` as the administrator.
+    pub fn kubectl(&self) -> Command {
+        self.kubectl_as(&self.admin_kubeconfig)
+    }
+
+    /// `kubectl` with another kubeconfig.
+    pub fn kubectl_as(&self, kubeconfig: &Path) -> Command {
+        let mut cmd = Command::new(self.bin.join("kubectl"));
+        cmd.arg("--kubeconfig").arg(kubeconfig);
+        cmd
+    }
+
+    /// Runs `kubectl ARGS` as the administrator; its stdout, or an error with its stderr.
+    pub fn kubectl_ok(&self, args: &[&str]) -> Result<String, ControlPlaneError> {
+        run_kubectl(self.kubectl().args(args), args)
+    }
+
+    /// Runs `kubectl ARGS` as the administrator with `stdin` as its input (`-f -`).
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Result<String, ControlPlaneError> {
+        use std::io::Write as _;
+        let mut child = self
+            .kubectl()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| io("start kubectl", source))?;
+        if let Some(mut input) = child.stdin.take() {
+            input
+                .write_all(stdin.as_bytes())
+                .map_err(|source| io("write kubectl's input", source))?;
+        }
+        let output = child
+            .wait_with_output()
+            .map_err(|source| io("wait for kubectl", source))?;
+        kubectl_result(output, args)
+    }
+
+    /// A kubeconfig that authenticates as the ServiceAccount `namespace/name` with a token from
+    /// the TokenRequest API, so RBAC applies to whoever uses it.
+    pub fn service_account_kubeconfig(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<PathBuf, ControlPlaneError> {
+        let token = self.kubectl_ok(&["create", "token", name, "-n", namespace, "--duration=2h"])?;
+        let path = self.dir.path().join(format!("{namespace}-{name}.kubeconfig"));
+        write_kubeconfig(
+            &path,
+            &self.server,
+            &self.dir.path().join(pki::CA_CERT),
+            Credentials::Token(token.trim().to_string()),
+        )?;
+        Ok(path)
+    }
+
+    /// Starts kube-scheduler (or restarts it with another gate).
+    pub fn start_scheduler(&mut self, gate: SchedulerGate) -> Result<(), ControlPlaneError> {
+        self.stop("kube-scheduler");
+        let enabled = gate == SchedulerGate::On;
+        let mut cmd = Command::new(self.bin.join("kube-scheduler"));
+        cmd.arg(format!("--kubeconfig={}", self.admin_kubeconfig.display()))
+            .arg("--leader-elect=false")
+            .arg("--secure-port=0")
+            .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}={enabled}"))
+            .arg("--v=2");
+        self.spawn("kube-scheduler", &mut cmd)?;
+        // Without a serving port, readiness shows in the log: the informers synced and the
+        // scheduling loop started.
+        self.wait_for_log("kube-scheduler", "Starting Kubernetes Scheduler")
+    }
+
+    /// Stops one component (no-op when it is not running).
+    pub fn stop(&mut self, name: &str) {
+        if let Some(at) = self.components.iter().position(|c| c.name == name) {
+            let mut component = self.components.remove(at);
+            terminate(&mut component.child);
+        }
+    }
+
+    /// The last lines of a component's log.
+    pub fn log_tail(&self, name: &str, lines: usize) -> String {
+        let path = self.dir.path().join(format!("{name}.log"));
+        tail(&path, lines)
+    }
+
+    fn start_etcd_and_apiserver(&mut self, apiserver_port: u16) -> Result<(), ControlPlaneError> {
+        let client_port = free_port()?;
+        let peer_port = free_port()?;
+        let etcd_url = format!("http://127.0.0.1:{client_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let mut etcd = Command::new(self.bin.join("etcd"));
+        etcd.arg(format!("--data-dir={}", self.dir.path().join("etcd").display()))
+            .arg(format!("--listen-client-urls={etcd_url}"))
+            .arg(format!("--advertise-client-urls={etcd_url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=default={peer_url}"))
+            // A test cluster's data is thrown away: fsync only slows it down.
+            .arg("--unsafe-no-fsync")
+            .arg("--log-level=warn");
+        self.spawn("etcd", &mut etcd)?;
+
+        let dir = self.dir.path();
+        let file = |name: &str| dir.join(name).display().to_string();
+        let mut apiserver = Command::new(self.bin.join("kube-apiserver"));
+        apiserver
+            .arg(format!("--etcd-servers={etcd_url}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--secure-port={apiserver_port}"))
+            .arg(format!("--cert-dir={}", file("apiserver-certs")))
+            .arg(format!("--tls-cert-file={}", file(pki::SERVING_CERT)))
+            .arg(format!("--tls-private-key-file={}", file(pki::SERVING_KEY)))
+            .arg(format!("--client-ca-file={}", file(pki::CA_CERT)))
+            .arg(format!(
+                "--service-account-key-file={}",
+                file(pki::SERVICE_ACCOUNT_KEY)
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                file(pki::SERVICE_ACCOUNT_KEY)
+            ))
+            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+            .arg("--service-cluster-ip-range=10.96.0.0/24")
+            .arg("--authorization-mode=Node,RBAC")
+            .arg("--endpoint-reconciler-type=none")
+            .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}=true"))
+            .arg("--profiling=false");
+        self.spawn("kube-apiserver", &mut apiserver)?;
+        let deadline = Instant::now() + self.start_timeout;
+        loop {
+            self.check_alive()?;
+            let ready = self
+                .kubectl()
+                .args(["get", "--raw=/readyz", "--request-timeout=2s"])
+                .output()
+                .map(|out| out.status.success())
+                .unwrap_or(false);
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready("kube-apiserver"));
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn start_controller_manager(&mut self) -> Result<(), ControlPlaneError> {
+        let mut cmd = Command::new(self.bin.join("kube-controller-manager"));
+        cmd.arg(format!("--kubeconfig={}", self.admin_kubeconfig.display()))
+            .arg("--leader-elect=false")
+            .arg("--secure-port=0")
+            // No node-lifecycle or taint-eviction controller: without a kubelet the node would
+            // go NotReady and its Pods be evicted under the tests.
+            .arg(
+                "--controllers=disruption-controller,serviceaccount-controller,\
+                 namespace-controller,garbage-collector-controller",
+            )
+            .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}=true"))
+            .arg("--v=1");
+        self.spawn("kube-controller-manager", &mut cmd)?;
+        // Pods are refused until their namespace's `default` ServiceAccount exists.
+        let deadline = Instant::now() + self.start_timeout;
+        loop {
+            self.check_alive()?;
+            if self
+                .kubectl()
+                .args(["get", "serviceaccount", "default", "-n", "default"])
+                .output()
+                .map(|out| out.status.success())
+                .unwrap_or(false)
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready("kube-controller-manager"));
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> Result<(), ControlPlaneError> {
+        let log = self.dir.path().join(format!("{name}.log"));
+        let out = fs::File::create(&log).map_err(|source| io(&format!("create {name}.log"), source))?;
+        let err = out
+            .try_clone()
+            .map_err(|source| io(&format!("open {name}.log"), source))?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|source| io(&format!("start {name}"), source))?;
+        self.components.push(Component { name, child, log });
+        Ok(())
+    }
+
+    fn wait_for_log(&mut self, name: &str, needle: &str) -> Result<(), ControlPlaneError> {
+        let deadline = Instant::now() + self.start_timeout;
+        loop {
+            self.check_alive()?;
+            let log = self.dir.path().join(format!("{name}.log"));
+            if fs::read_to_string(&log).is_ok_and(|text| text.contains(needle)) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready(name));
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn check_alive(&mut self) -> Result<(), ControlPlaneError> {
+        for component in &mut self.components {
+            if let Ok(Some(status)) = component.child.try_wait() {
+                return Err(ControlPlaneError::Exited {
+                    component: component.name.to_string(),
+                    status: status.to_string(),
+                    log_tail: tail(&component.log, 30),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn not_ready(&self, name: &str) -> ControlPlaneError {
+        ControlPlaneError::NotReady {
+            component: name.to_string(),
+            waited: self.start_timeout,
+            log_tail: self.log_tail(name, 30),
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        // The clients first, etcd last, so nothing logs a storm of connection errors.
+        while let Some(mut component) = self.components.pop() {
+            terminate(&mut component.child);
+        }
+    }
+}
+
+/// SIGTERM, then SIGKILL if the program has not exited within 5 s; always reaped.
+fn terminate(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) has no memory effects; the pid is a child this process has not
+        // reaped yet, so it cannot have been reused.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Where `cargo xtask build-k8s` puts the programs, or `HEADROOM_K8S_BIN`.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HEADROOM_K8S_BIN") {
+        return PathBuf::from(dir);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("target/k8s")
+        .join(KUBERNETES_VERSION)
+}
+
+fn free_port() -> Result<u16, ControlPlaneError> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| io("find a free port", source))?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(|source| io("find a free port", source))
+}
+
+enum Credentials {
+    Certificate { cert: PathBuf, key: PathBuf },
+    Token(String),
+}
+
+fn write_kubeconfig(
+    path: &Path,
+    server: &str,
+    ca: &Path,
+    credentials: Credentials,
+) -> Result<(), ControlPlaneError> {
+    let user = match credentials {
+        Credentials::Certificate { cert, key } => serde_json::json!({
+            "client-certificate": cert,
+            "client-key": key,
+        }),
+        Credentials::Token(token) => serde_json::json!({ "token": token }),
+    };
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "headroom-test", "cluster": {
+            "server": server,
+            "certificate-authority": ca,
+        }}],
+        "users": [{"name": "user", "user": user}],
+        "contexts": [{"name": "headroom-test", "context": {"cluster": "headroom-test", "user": "user"}}],
+        "current-context": "headroom-test",
+    });
+    let text = serde_json::to_string_pretty(&config).map_err(|e| ControlPlaneError::Io {
+        what: "serialise a kubeconfig".to_string(),
+        source: std::io::Error::other(e),
+    })?;
+    fs::write(path, text).map_err(|source| io(&format!("write {}", path.display()), source))
+}
+
+fn run_kubectl(cmd: &mut Command, args: &[&str]) -> Result<String, ControlPlaneError> {
+    let output = cmd.output().map_err(|source| io("start kubectl", source))?;
+    kubectl_result(output, args)
+}
+
+fn kubectl_result(output: Output, args: &[&str]) -> Result<String, ControlPlaneError> {
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(ControlPlaneError::Kubectl {
+            args: args.join(" "),
+            status: output.status.to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn io(what: &str, source: std::io::Error) -> ControlPlaneError {
+    ControlPlaneError::Io {
+        what: what.to_string(),
+        source,
+    }
+}

@@ -1,0 +1,94 @@
+//! The control plane's throw-away PKI, made at start: a CA, the API server's serving
+//! certificate, an administrator's client certificate (`system:masters`) and the service-account
+//! signing key.
+use std::{fs, path::Path};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+
+use crate::control_plane::ControlPlaneError;
+
+/// File names inside the control plane's directory.
+pub(crate) const CA_CERT: &str = "ca.crt";
+pub(crate) const SERVING_CERT: &str = "apiserver.crt";
+pub(crate) const SERVING_KEY: &str = "apiserver.key";
+pub(crate) const ADMIN_CERT: &str = "admin.crt";
+pub(crate) const ADMIN_KEY: &str = "admin.key";
+pub(crate) const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
+
+fn pki_error(e: rcgen::Error) -> ControlPlaneError {
+    ControlPlaneError::Pki(e.to_string())
+}
+
+pub(crate) fn write(dir: &Path) -> Result<(), ControlPlaneError> {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "headroom-test-ca");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = KeyPair::generate().map_err(pki_error)?;
+    let issuer = CertifiedIssuer::self_signed(ca, ca_key).map_err(pki_error)?;
+    put(dir, CA_CERT, &issuer.pem())?;
+
+    let mut serving = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
+    serving
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    serving.subject_alt_names = vec![
+        SanType::IpAddress([127, 0, 0, 1].into()),
+        dns("localhost")?,
+        dns("kubernetes")?,
+        dns("kubernetes.default.svc")?,
+    ];
+    serving.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf(dir, serving, &issuer, SERVING_CERT, SERVING_KEY)?;
+
+    // The organisation is the group: `system:masters` is the API server's built-in superuser.
+    let mut admin = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
+    admin
+        .distinguished_name
+        .push(DnType::CommonName, "headroom-test-admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    admin.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    leaf(dir, admin, &issuer, ADMIN_CERT, ADMIN_KEY)?;
+
+    let service_accounts = KeyPair::generate().map_err(pki_error)?;
+    put(dir, SERVICE_ACCOUNT_KEY, &service_accounts.serialize_pem())
+}
+
+fn dns(name: &str) -> Result<SanType, ControlPlaneError> {
+    Ok(SanType::DnsName(name.try_into().map_err(pki_error)?))
+}
+
+fn leaf(
+    dir: &Path,
+    params: CertificateParams,
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    cert_file: &str,
+    key_file: &str,
+) -> Result<(), ControlPlaneError> {
+    let key = KeyPair::generate().map_err(pki_error)?;
+    let cert = params.signed_by(&key, issuer).map_err(pki_error)?;
+    put(dir, cert_file, &cert.pem())?;
+    put(dir, key_file, &key.serialize_pem())
+}
+
+fn put(dir: &Path, name: &str, contents: &str) -> Result<(), ControlPlaneError> {
+    let path = dir.join(name);
+    fs::write(&path, contents).map_err(|source| ControlPlaneError::Io {
+        what: format!("write {}", path.display()),
+        source,
+    })
+}
