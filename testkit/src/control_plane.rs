@@ -108,53 +108,7 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// Starts etcd, kube-apiserver and what `options` asks for, and waits until each is ready.
     pub fn start(options: ControlPlaneOptions) -> Result<ControlPlane, ControlPlaneError> {
-        let bin = bin_dir();
-        for program in ["etcd", "kube-apiserver", "kubectl"]
-            .into_iter()
-            .chain(options.controller_manager.then_some("kube-controller-manager"))
-            .chain(options.scheduler.map(|_| "kube-scheduler"))
-        {
-            let path = bin.join(program);
-            if !path.is_file() {
-                return Err(ControlPlaneError::NotBuilt {
-                    program: program.to_string(),
-                    path,
-                });
-            }
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("headroom-control-plane-")
-            .tempdir()
-            .map_err(|source| io("create the control plane's directory", source))?;
-        pki::write(dir.path())?;
-        let apiserver_port = free_port()?;
-        let server = format!("https://127.0.0.1:{apiserver_port}");
-        let admin_kubeconfig = dir.path().join("admin.kubeconfig");
-        write_kubeconfig(
-            &admin_kubeconfig,
-            &server,
-            &dir.path().join(pki::CA_CERT),
-            Credentials::Certificate {
-                cert: dir.path().join(pki::ADMIN_CERT),
-                key: dir.path().join(pki::ADMIN_KEY),
-            },
-        )?;
-        let mut plane = ControlPlane {
-            bin,
-            components: Vec::new(),
-            dir,
-            server,
-            admin_kubeconfig,
-            start_timeout: options.start_timeout,
-        };
-        plane.start_etcd_and_apiserver(apiserver_port)?;
-        if options.controller_manager {
-            plane.start_controller_manager()?;
-        }
-        if let Some(gate) = options.scheduler {
-            plane.start_scheduler(gate)?;
-        }
-        Ok(plane)
+        start_with_bin(&bin_dir(), options)
     }
 
     /// `https://127.0.0.1:PORT`.
@@ -295,7 +249,7 @@ impl ControlPlane {
             .arg(format!("--client-ca-file={}", file(pki::CA_CERT)))
             .arg(format!(
                 "--service-account-key-file={}",
-                file(pki::SERVICE_ACCOUNT_KEY)
+                file(pki::SERVICE_ACCOUNT_PUBLIC_KEY)
             ))
             .arg(format!(
                 "--service-account-signing-key-file={}",
@@ -441,6 +395,57 @@ fn terminate(child: &mut Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// [`ControlPlane::start`] with the programs taken from `bin`.
+pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<ControlPlane, ControlPlaneError> {
+    let bin = bin.to_path_buf();
+    for program in ["etcd", "kube-apiserver", "kubectl"]
+        .into_iter()
+        .chain(options.controller_manager.then_some("kube-controller-manager"))
+        .chain(options.scheduler.map(|_| "kube-scheduler"))
+    {
+        let path = bin.join(program);
+        if !path.is_file() {
+            return Err(ControlPlaneError::NotBuilt {
+                program: program.to_string(),
+                path,
+            });
+        }
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("headroom-control-plane-")
+        .tempdir()
+        .map_err(|source| io("create the control plane's directory", source))?;
+    pki::write(dir.path())?;
+    let apiserver_port = free_port()?;
+    let server = format!("https://127.0.0.1:{apiserver_port}");
+    let admin_kubeconfig = dir.path().join("admin.kubeconfig");
+    write_kubeconfig(
+        &admin_kubeconfig,
+        &server,
+        &dir.path().join(pki::CA_CERT),
+        Credentials::Certificate {
+            cert: dir.path().join(pki::ADMIN_CERT),
+            key: dir.path().join(pki::ADMIN_KEY),
+        },
+    )?;
+    let mut plane = ControlPlane {
+        bin,
+        components: Vec::new(),
+        dir,
+        server,
+        admin_kubeconfig,
+        start_timeout: options.start_timeout,
+    };
+    plane.start_etcd_and_apiserver(apiserver_port)?;
+    if options.controller_manager {
+        plane.start_controller_manager()?;
+    }
+    if let Some(gate) = options.scheduler {
+        plane.start_scheduler(gate)?;
+    }
+    Ok(plane)
 }
 
 /// Where `cargo xtask build-k8s` puts the programs, or `HEADROOM_K8S_BIN`.

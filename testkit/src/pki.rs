@@ -17,6 +17,7 @@ pub(crate) const SERVING_KEY: &str = "apiserver.key";
 pub(crate) const ADMIN_CERT: &str = "admin.crt";
 pub(crate) const ADMIN_KEY: &str = "admin.key";
 pub(crate) const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
+pub(crate) const SERVICE_ACCOUNT_PUBLIC_KEY: &str = "service-account.pub";
 
 fn pki_error(e: rcgen::Error) -> ControlPlaneError {
     ControlPlaneError::Pki(e.to_string())
@@ -65,7 +66,13 @@ pub(crate) fn write(dir: &Path) -> Result<(), ControlPlaneError> {
     leaf(dir, admin, &issuer, ADMIN_CERT, ADMIN_KEY)?;
 
     let service_accounts = KeyPair::generate().map_err(pki_error)?;
-    put(dir, SERVICE_ACCOUNT_KEY, &service_accounts.serialize_pem())
+    put(dir, SERVICE_ACCOUNT_KEY, &service_accounts.serialize_pem())?;
+    // The verifying side wants the public key itself: it does not read PKCS#8 private keys.
+    put(
+        dir,
+        SERVICE_ACCOUNT_PUBLIC_KEY,
+        &service_accounts.public_key_pem(),
+    )
 }
 
 fn dns(name: &str) -> Result<SanType, ControlPlaneError> {
