@@ -4,6 +4,7 @@
 //! set-up machine is fast and says what it skipped.
 mod fuzz;
 mod setup;
+mod vm;
 
 use std::{
     path::{Path, PathBuf},
@@ -59,6 +60,13 @@ enum Task {
         #[arg(long, default_value_t = 30)]
         seconds: u64,
     },
+    /// The kernel tests on the host and in a qemu guest with Debian's 6.1 kernel and pure
+    /// cgroup v2; writes the kernel support table to target/kernels/kernels.md.
+    VmTest {
+        /// Also copy the table to docs/kernels.md.
+        #[arg(long)]
+        write_docs: bool,
+    },
     /// Soak test: continuous preempting resizes on a standalone node (root), figures in
     /// target/bench/soak.json.
     Soak {
@@ -94,6 +102,11 @@ fn main() -> Result<()> {
             bench(&root, &names, quick)
         }
         Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
+        Task::VmTest { write_docs } => {
+            setup::install_missing()?;
+            build_ebpf(&root)?;
+            vm::kernel_tests(&root, false, write_docs)
+        }
         Task::Soak { minutes } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
@@ -139,7 +152,14 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     } else {
         progress("test: not root; privileged tests will report SKIPPED with the reason");
     }
+    // The kernel tests' probe-versus-kernel figures, for the kernel support table.
+    let records = vm::host_records(root);
+    let _ = std::fs::remove_file(&records);
+    std::fs::create_dir_all(root.join("target/kernels"))?;
+    test.env("HEADROOM_FIGURES", &records);
     run(&mut test)?;
+    progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
+    vm::kernel_tests(root, true, false)?;
     if !no_bench {
         bench(root, &[], true)?;
         progress("soak: 30 s short run");

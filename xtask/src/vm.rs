@@ -1,0 +1,954 @@
+//! `cargo xtask vm-test`: the kernel tests in a qemu guest running Debian's 6.1 LTS kernel with
+//! pure cgroup v2, the closest thing to a production node these machines can run (see
+//! `shared/notes/real-kernels-in-vms.md`).
+//!
+//! The kernel package is fetched with `apt-get download` and unpacked with `dpkg-deb -x` under
+//! `target/vm/` once; the initramfs (busybox-static, the test binaries, their shared libraries
+//! and the virtio modules) and an ext4 scratch disk (for page-cache and reclaim tests) are built
+//! afresh on every run. The guest's `/init` runs each test binary and frames its output on the
+//! serial console with markers; the host reads the console, stops a guest that overruns its
+//! time limit or panics, and fails with the console's tail. A guest that does not come back with
+//! a verdict for every test is a failure, never a skip.
+use std::{
+    collections::HashSet,
+    fs,
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+
+use crate::{progress, run};
+
+/// Debian's cloud flavour of the 6.1 LTS kernel (bookworm ships only 6.1): BTF, all cgroup v2
+/// controllers, virtio as modules.
+const KERNEL_PACKAGES: &str = "linux-image-6.1.0-*-cloud-amd64-unsigned";
+
+/// Modules the guest needs for its scratch disk; their dependencies are resolved from the
+/// modules' own `depends=` fields.
+const DISK_MODULES: &[&str] = &["virtio_pci", "virtio_blk"];
+
+/// Prefix of every line the guest's `/init` prints for the host.
+const MARK: &str = "@@headroom-vm";
+
+/// Console lines after which the guest cannot recover: stop it at once rather than wait for the
+/// time limit.
+const FATAL: &[&str] = &["Kernel panic", "BUG: soft lockup", "rcu_sched detected stalls"];
+
+/// Console lines shown when a guest run fails.
+const TAIL_LINES: usize = 60;
+
+/// One test binary to run in the guest.
+pub(crate) struct GuestTest {
+    /// Short name, used in markers and in the report.
+    pub name: String,
+    /// The binary on the host.
+    pub binary: PathBuf,
+    /// Arguments inside the guest.
+    pub args: Vec<String>,
+}
+
+/// What came back from a guest run.
+pub(crate) struct GuestRun {
+    /// `uname -r` of the guest.
+    pub release: String,
+    /// Every console line (also in `target/vm/console.log`).
+    pub console: Vec<String>,
+    /// Wall time from qemu's start to its exit.
+    pub elapsed: Duration,
+}
+
+/// The unpacked kernel package.
+struct Kernel {
+    package: String,
+    vmlinuz: PathBuf,
+    modules: PathBuf,
+}
+
+/// Runs `tests` in a 6.1 guest; fails unless every one of them exits 0 inside it.
+pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration) -> Result<GuestRun> {
+    let vm_dir = root.join("target/vm");
+    fs::create_dir_all(&vm_dir).with_context(|| format!("create {}", vm_dir.display()))?;
+    ensure_tools()?;
+    let kernel = kernel(&vm_dir)?;
+    let initramfs = initramfs(&vm_dir, &kernel, tests)?;
+    let disk = scratch_disk(&vm_dir)?;
+    boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit)
+}
+
+/// qemu, mkfs.ext4 and busybox: installed through apt when missing, or a failure naming what
+/// is missing.
+fn ensure_tools() -> Result<()> {
+    for (tool, package) in [
+        ("qemu-system-x86_64", "qemu-system-x86"),
+        ("mkfs.ext4", "e2fsprogs"),
+        ("busybox", "busybox-static"),
+        ("strip", "binutils"),
+    ] {
+        if which(tool).is_some() {
+            continue;
+        }
+        progress(&format!("vm: {tool} missing; apt-get install {package}"));
+        let install = || {
+            Command::new("apt-get")
+                .args(["install", "-y", "--no-install-recommends", package])
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !install() {
+            progress("vm: apt-get update");
+            let _ = Command::new("apt-get").arg("update").status();
+            if !install() {
+                bail!(
+                    "{tool} is missing and `apt-get install {package}` failed: install {package} (needs root)"
+                );
+            }
+        }
+        if which(tool).is_none() {
+            bail!("{tool} is still missing after installing {package}");
+        }
+    }
+    Ok(())
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|dir| dir.join(tool))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The newest package matching [`KERNEL_PACKAGES`] that the apt index can install.
+fn newest_kernel_package() -> Result<Option<String>> {
+    let out = Command::new("apt-cache")
+        .args(["policy", KERNEL_PACKAGES])
+        .output()
+        .context("run apt-cache (is this a Debian machine?)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut current = None;
+    let mut best: Option<(u32, String)> = None;
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            current = line.strip_suffix(':').map(str::to_owned);
+        } else if let Some(candidate) = line.trim().strip_prefix("Candidate: ")
+            && candidate != "(none)"
+            && let Some(name) = &current
+            && let Some(abi) = name
+                .strip_prefix("linux-image-6.1.0-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|abi| abi.parse::<u32>().ok())
+            && best.as_ref().is_none_or(|(b, _)| abi > *b)
+        {
+            best = Some((abi, name.clone()));
+        }
+    }
+    Ok(best.map(|(_, name)| name))
+}
+
+/// The kernel under `target/vm/kernel/<package>/`, fetched on first use.
+fn kernel(vm_dir: &Path) -> Result<Kernel> {
+    let kernels = vm_dir.join("kernel");
+    let chosen = vm_dir.join("kernel.txt");
+    if let Ok(package) = fs::read_to_string(&chosen) {
+        let package = package.trim().to_owned();
+        if let Ok(kernel) = unpacked(&kernels.join(&package), &package) {
+            progress(&format!("vm: kernel {package} (cached in {})", kernels.display()));
+            return Ok(kernel);
+        }
+    }
+    let package = match newest_kernel_package()? {
+        Some(package) => package,
+        None => {
+            progress(&format!(
+                "vm: apt-get update (no {KERNEL_PACKAGES} in the apt index)"
+            ));
+            run(Command::new("apt-get").arg("update"))?;
+            newest_kernel_package()?
+                .with_context(|| format!("apt offers no package matching {KERNEL_PACKAGES}"))?
+        }
+    };
+    let download = vm_dir.join("download");
+    let _ = fs::remove_dir_all(&download);
+    fs::create_dir_all(&download)?;
+    progress(&format!("vm: apt-get download {package}"));
+    run(Command::new("apt-get")
+        .arg("download")
+        .arg(&package)
+        .current_dir(&download))?;
+    let deb = fs::read_dir(&download)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .with_context(|| {
+            format!(
+                "apt-get download {package} left no .deb in {}",
+                download.display()
+            )
+        })?;
+    let target = kernels.join(&package);
+    let staging = kernels.join(format!("{package}.partial"));
+    let _ = fs::remove_dir_all(&staging);
+    fs::create_dir_all(&staging)?;
+    progress(&format!("vm: dpkg-deb -x {}", deb.display()));
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&staging))?;
+    let _ = fs::remove_dir_all(&target);
+    // Renamed only when complete, so an interrupted unpack is never taken for a cached kernel.
+    fs::rename(&staging, &target)?;
+    let _ = fs::remove_dir_all(&download);
+    fs::write(&chosen, format!("{package}\n"))?;
+    unpacked(&target, &package)
+}
+
+fn unpacked(dir: &Path, package: &str) -> Result<Kernel> {
+    let vmlinuz = fs::read_dir(dir.join("boot"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+        })
+        .with_context(|| format!("no boot/vmlinuz-* in {}", dir.display()))?;
+    let modules = fs::read_dir(dir.join("lib/modules"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.is_dir())
+        .with_context(|| format!("no lib/modules/<release> in {}", dir.display()))?;
+    Ok(Kernel {
+        package: package.to_owned(),
+        vmlinuz,
+        modules,
+    })
+}
+
+/// Every `.ko` under `dir`, by module name.
+fn module_files(dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            module_files(&path, out)?;
+        } else if let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".ko"))
+        {
+            out.push((name.replace('-', "_"), path));
+        }
+    }
+    Ok(())
+}
+
+/// The `depends=` field of a module's `.modinfo`.
+fn module_depends(file: &Path) -> Result<Vec<String>> {
+    let bytes = fs::read(file).with_context(|| format!("read {}", file.display()))?;
+    let needle = b"depends=";
+    let Some(start) = bytes.windows(needle.len()).position(|w| w == needle) else {
+        return Ok(Vec::new());
+    };
+    let rest = &bytes[start + needle.len()..];
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    Ok(String::from_utf8_lossy(&rest[..end])
+        .split(',')
+        .filter(|d| !d.is_empty())
+        .map(|d| d.replace('-', "_"))
+        .collect())
+}
+
+/// `wanted` and their dependencies, each after what it depends on.
+fn modules_in_load_order(kernel: &Kernel, wanted: &[&str]) -> Result<Vec<(String, PathBuf)>> {
+    let mut all = Vec::new();
+    module_files(&kernel.modules, &mut all)?;
+    let mut order: Vec<(String, PathBuf)> = Vec::new();
+    let mut visiting = HashSet::new();
+    fn visit(
+        name: &str,
+        all: &[(String, PathBuf)],
+        order: &mut Vec<(String, PathBuf)>,
+        visiting: &mut HashSet<String>,
+    ) -> Result<()> {
+        if order.iter().any(|(n, _)| n == name) || !visiting.insert(name.to_owned()) {
+            return Ok(());
+        }
+        let (_, file) = all
+            .iter()
+            .find(|(n, _)| n == name)
+            .with_context(|| format!("module {name} is not in the kernel package"))?;
+        for dep in module_depends(file)? {
+            visit(&dep, all, order, visiting)?;
+        }
+        order.push((name.to_owned(), file.clone()));
+        Ok(())
+    }
+    for name in wanted {
+        visit(name, &all, &mut order, &mut visiting)?;
+    }
+    Ok(order)
+}
+
+/// The shared libraries `binary` loads (`ldd`), by absolute path.
+fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>> {
+    let out = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .with_context(|| format!("ldd {}", binary.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() && !text.contains("not a dynamic executable") {
+        bail!(
+            "ldd {} failed: {}",
+            binary.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut libs = Vec::new();
+    for line in text.lines() {
+        if line.contains("not found") {
+            bail!(
+                "{}: shared library missing on this host: {}",
+                binary.display(),
+                line.trim()
+            );
+        }
+        // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
+        let path = line
+            .split("=>")
+            .last()
+            .and_then(|s| s.split_whitespace().next())
+            .filter(|p| p.starts_with('/'));
+        if let Some(path) = path {
+            libs.push(PathBuf::from(path));
+        }
+    }
+    Ok(libs)
+}
+
+/// Copies `from` to `root/<from's absolute path>`, following symlinks.
+fn copy_to_same_path(root: &Path, from: &Path) -> Result<()> {
+    let relative = from.strip_prefix("/").unwrap_or(from);
+    let to = root.join(relative);
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::copy(from, &to).with_context(|| format!("copy {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+fn shell_quote(arg: &str) -> String {
+    format!("'{}'", arg.replace('\'', r"'\''"))
+}
+
+/// The guest's `/init`: mounts, pure cgroup v2 with the cpu and memory controllers for
+/// children, the scratch disk on /var/tmp (where the tests put their page-cache files), then
+/// each test between markers.
+fn init_script(modules: &[(String, PathBuf)], tests: &[GuestTest]) -> String {
+    let mut s = String::from(
+        r#"#!/bin/sh
+export PATH=/bin HOME=/root TMPDIR=/var/tmp HEADROOM_REQUIRE_PRIVILEGED=1 RUST_BACKTRACE=1
+fail() { echo "@@headroom-vm setup-failed $*"; poweroff -f; }
+mount -t proc proc /proc || fail mount proc
+mount -t sysfs sysfs /sys || fail mount sysfs
+mount -t devtmpfs devtmpfs /dev || fail mount devtmpfs
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail mount cgroup2
+echo "+cpu +memory" > /sys/fs/cgroup/cgroup.subtree_control || fail enable cpu and memory controllers
+"#,
+    );
+    for (name, _) in modules {
+        s.push_str(&format!("insmod /lib/modules/{name}.ko || fail insmod {name}\n"));
+    }
+    s.push_str(
+        r#"i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+mount -t ext4 /dev/vda /var/tmp || fail mount the ext4 scratch disk on /var/tmp
+echo "@@headroom-vm kernel release=$(uname -r) cgroup=v2 controllers=$(cat /sys/fs/cgroup/cgroup.subtree_control | tr ' ' ,) cpus=$(nproc)"
+"#,
+    );
+    for test in tests {
+        let args: Vec<String> = test.args.iter().map(|a| shell_quote(a)).collect();
+        s.push_str(&format!(
+            "echo \"@@headroom-vm begin {name}\"\n/tests/{name} {args}\necho \"@@headroom-vm end {name} rc=$?\"\n",
+            name = test.name,
+            args = args.join(" ")
+        ));
+    }
+    s.push_str("sync\necho \"@@headroom-vm done\"\npoweroff -f\n");
+    s
+}
+
+/// Builds `target/vm/initramfs.cpio` from `target/vm/initramfs/`.
+fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<PathBuf> {
+    let dir = vm_dir.join("initramfs");
+    let _ = fs::remove_dir_all(&dir);
+    for sub in [
+        "bin",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "var/tmp",
+        "root",
+        "tests",
+        "lib/modules",
+        "etc",
+    ] {
+        fs::create_dir_all(dir.join(sub))?;
+    }
+    let busybox = which("busybox").context("busybox missing")?;
+    fs::copy(&busybox, dir.join("bin/busybox"))?;
+    let list = Command::new(&busybox)
+        .arg("--list")
+        .output()
+        .context("busybox --list")?;
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        let applet = applet.trim();
+        if !applet.is_empty() && applet != "busybox" && !applet.contains('/') {
+            std::os::unix::fs::symlink("busybox", dir.join("bin").join(applet))?;
+        }
+    }
+    let mut libraries = HashSet::new();
+    for test in tests {
+        let to = dir.join("tests").join(&test.name);
+        // Debug info is most of a test binary's size, and the guest unpacks it into RAM.
+        let stripped = Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&to)
+            .arg(&test.binary)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stripped {
+            fs::copy(&test.binary, &to)
+                .with_context(|| format!("copy {} into the initramfs", test.binary.display()))?;
+        }
+        libraries.extend(shared_libraries(&test.binary)?);
+    }
+    for library in &libraries {
+        copy_to_same_path(&dir, library)?;
+    }
+    let modules = modules_in_load_order(kernel, DISK_MODULES)?;
+    for (name, file) in &modules {
+        fs::copy(file, dir.join("lib/modules").join(format!("{name}.ko")))?;
+    }
+    let init = dir.join("init");
+    fs::write(&init, init_script(&modules, tests))?;
+    fs::set_permissions(&init, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let image = vm_dir.join("initramfs.cpio");
+    let file = fs::File::create(&image)?;
+    let mut find = Command::new("find")
+        .arg(".")
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("run find")?;
+    let find_out = find.stdout.take().context("find stdout")?;
+    let cpio = Command::new(&busybox)
+        .args(["cpio", "-o", "-H", "newc"])
+        .current_dir(&dir)
+        .stdin(find_out)
+        .stdout(file)
+        .stderr(Stdio::null())
+        .status()
+        .context("run busybox cpio")?;
+    let found = find.wait()?;
+    if !cpio.success() || !found.success() {
+        bail!("packing {} failed (find {found}, cpio {cpio})", image.display());
+    }
+    let size = fs::metadata(&image)?.len();
+    progress(&format!(
+        "vm: initramfs {} ({} MiB: busybox, {} test binaries, {} shared libraries, {} modules)",
+        image.display(),
+        size >> 20,
+        tests.len(),
+        libraries.len(),
+        modules.len()
+    ));
+    Ok(image)
+}
+
+/// A fresh, sparse 1 GiB ext4 image: the guest's page cache needs a real block device (files
+/// in the initramfs live in shmem and never make memcg reclaim).
+fn scratch_disk(vm_dir: &Path) -> Result<PathBuf> {
+    let disk = vm_dir.join("scratch.ext4");
+    let _ = fs::remove_file(&disk);
+    fs::File::create(&disk)?.set_len(1 << 30)?;
+    let mkfs = which("mkfs.ext4").context("mkfs.ext4 missing")?;
+    run(Command::new(mkfs).args(["-q", "-F"]).arg(&disk))?;
+    progress(&format!(
+        "vm: scratch disk {} (ext4, 1 GiB sparse)",
+        disk.display()
+    ));
+    Ok(disk)
+}
+
+/// Boots the guest and checks that every test came back with exit status 0.
+fn boot(
+    vm_dir: &Path,
+    kernel: &Kernel,
+    initramfs: &Path,
+    disk: &Path,
+    tests: &[GuestTest],
+    limit: Duration,
+) -> Result<GuestRun> {
+    let mut qemu = Command::new("qemu-system-x86_64");
+    // KVM hangs on these machines (see the notes): TCG, one host thread per vCPU.
+    qemu.args([
+        "-accel",
+        "tcg,thread=multi",
+        "-cpu",
+        "max",
+        "-smp",
+        "2",
+        "-m",
+        "2048",
+    ])
+    .args(["-nographic", "-no-reboot", "-nic", "none"])
+    .arg("-kernel")
+    .arg(&kernel.vmlinuz)
+    .arg("-initrd")
+    .arg(initramfs)
+    .arg("-drive")
+    .arg(format!("file={},format=raw,if=virtio", disk.display()))
+    .args(["-append", "console=ttyS0 panic=-1 quiet"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    progress(&format!(
+        "vm: booting {} under qemu TCG (2 vCPUs, 2 GiB, pure cgroup v2), limit {} s",
+        kernel.package,
+        limit.as_secs()
+    ));
+    let started = Instant::now();
+    let mut child = qemu.spawn().context("start qemu-system-x86_64")?;
+    let (send, receive) = mpsc::channel::<String>();
+    let mut readers = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        let send = send.clone();
+        readers.push(std::thread::spawn(move || forward_lines(stdout, &send)));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        let send = send.clone();
+        readers.push(std::thread::spawn(move || forward_lines(stderr, &send)));
+    }
+    drop(send);
+    let log_path = vm_dir.join("console.log");
+    let mut log = fs::File::create(&log_path)?;
+    let mut console = Vec::new();
+    let deadline = started + limit;
+    let mut stopped_because = None;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            stopped_because = Some(format!("the guest overran its {} s time limit", limit.as_secs()));
+            break;
+        }
+        match receive.recv_timeout(deadline - now) {
+            Ok(line) => {
+                let _ = writeln!(log, "{line}");
+                println!("  guest| {line}");
+                if let Some(fatal) = FATAL.iter().find(|f| line.contains(**f)) {
+                    console.push(line);
+                    stopped_because = Some(format!("the guest kernel reported `{fatal}`"));
+                    break;
+                }
+                console.push(line);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            // Both pipes closed: qemu exited.
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    if stopped_because.is_some() {
+        let _ = child.kill();
+    }
+    let status = child.wait().context("wait for qemu")?;
+    for reader in readers {
+        let _ = reader.join();
+    }
+    // Lines that arrived after the stop still belong in the log.
+    for line in receive.try_iter() {
+        let _ = writeln!(log, "{line}");
+        console.push(line);
+    }
+    let elapsed = started.elapsed();
+    let tail = || -> String {
+        let from = console.len().saturating_sub(TAIL_LINES);
+        let mut out = format!(
+            "console tail ({}; full log in {}):\n",
+            kernel.package,
+            log_path.display()
+        );
+        for line in &console[from..] {
+            out.push_str("  | ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    };
+    if let Some(reason) = stopped_because {
+        bail!(
+            "VM test failed: {reason} after {:.0} s\n{}",
+            elapsed.as_secs_f64(),
+            tail()
+        );
+    }
+    if let Some(setup) = console
+        .iter()
+        .find_map(|l| l.split_once("@@headroom-vm setup-failed ").map(|(_, r)| r))
+    {
+        bail!("VM test failed: the guest could not {setup}\n{}", tail());
+    }
+    let mut failures = Vec::new();
+    for test in tests {
+        let end = format!("{MARK} end {} rc=", test.name);
+        match console
+            .iter()
+            .find_map(|l| l.split_once(&end).map(|(_, rc)| rc.trim().to_owned()))
+        {
+            Some(rc) if rc == "0" => {}
+            Some(rc) => failures.push(format!("{} exited with status {rc}", test.name)),
+            None => failures.push(format!("{} never finished", test.name)),
+        }
+    }
+    let done = console.iter().any(|l| l.contains(&format!("{MARK} done")));
+    if !done {
+        failures.push("the guest did not reach the end of its /init".into());
+    }
+    if !status.success() {
+        failures.push(format!("qemu exited with {status}"));
+    }
+    if !failures.is_empty() {
+        bail!(
+            "VM test failed on {}: {}\n{}",
+            kernel.package,
+            failures.join("; "),
+            tail()
+        );
+    }
+    let release = console
+        .iter()
+        .find_map(|l| l.split_once("@@headroom-vm kernel release=").map(|(_, r)| r))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or("unknown")
+        .to_owned();
+    progress(&format!(
+        "vm: {} tests passed in the {release} guest ({:.0} s)",
+        tests.len(),
+        elapsed.as_secs_f64()
+    ));
+    Ok(GuestRun {
+        release,
+        console,
+        elapsed,
+    })
+}
+
+fn forward_lines(pipe: impl std::io::Read, send: &mpsc::Sender<String>) {
+    let mut reader = BufReader::new(pipe);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                // The serial console speaks CRLF and the BIOS paints escape sequences.
+                let line = String::from_utf8_lossy(&buf);
+                let line: String = line
+                    .trim_end_matches(['\n', '\r'])
+                    .chars()
+                    .filter(|c| !c.is_control() || *c == '\t')
+                    .collect();
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Builds `cargo test -p PACKAGE --test TEST --no-run` and returns the binary's path.
+pub(crate) fn test_binary(root: &Path, package: &str, test: &str) -> Result<PathBuf> {
+    let out = Command::new("cargo")
+        .current_dir(root)
+        .args([
+            "test",
+            "-p",
+            package,
+            "--test",
+            test,
+            "--no-run",
+            "--message-format=json",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("run cargo test --no-run")?;
+    if !out.status.success() {
+        bail!("cargo test -p {package} --test {test} --no-run failed");
+    }
+    // Lines of JSON; the artifact line of the test target carries `"executable":"<path>"`.
+    let wanted = format!("\"name\":\"{test}\"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains(&wanted))
+        .find_map(|l| {
+            let (_, rest) = l.split_once("\"executable\":\"")?;
+            let (path, _) = rest.split_once('"')?;
+            Some(PathBuf::from(path))
+        })
+        .with_context(|| format!("cargo did not report the executable of {package}'s test {test}"))
+}
+
+/// Prefixes of the record lines the kernel tests print (and append to `$HEADROOM_FIGURES`):
+/// `headroom-kernel test=… release=… mode=… throttle=… runq=… attached=a,b refused=c`,
+/// `headroom-figure test=… what=… probe=… kernel=… tolerance=…`, `headroom-passed test=…`.
+const RECORD_KERNEL: &str = "headroom-kernel ";
+const RECORD_FIGURE: &str = "headroom-figure ";
+const RECORD_PASSED: &str = "headroom-passed ";
+
+/// One probe-versus-kernel comparison.
+struct Figure {
+    test: String,
+    what: String,
+    probe: String,
+    kernel: String,
+    tolerance: String,
+}
+
+/// What the kernel tests reported on one kernel.
+#[derive(Default)]
+pub(crate) struct KernelReport {
+    /// Where it ran ("host", "qemu guest").
+    pub place: String,
+    release: String,
+    mode: String,
+    throttle: String,
+    runq: String,
+    attached: Vec<String>,
+    refused: Vec<String>,
+    started: Vec<String>,
+    passed: Vec<String>,
+    figures: Vec<Figure>,
+}
+
+fn fields(record: &str) -> impl Iterator<Item = (&str, &str)> {
+    record.split_whitespace().filter_map(|f| f.split_once('='))
+}
+
+impl KernelReport {
+    /// Collects the records in `lines` (console or records file; anything else is ignored).
+    pub(crate) fn parse<'a>(place: &str, lines: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut report = Self {
+            place: place.to_owned(),
+            ..Self::default()
+        };
+        for line in lines {
+            if let Some((_, record)) = line.split_once(RECORD_KERNEL) {
+                for (key, value) in fields(record) {
+                    let list = || {
+                        value
+                            .split(',')
+                            .filter(|v| !v.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    };
+                    match key {
+                        "test" if !report.started.iter().any(|t| t == value) => {
+                            report.started.push(value.to_owned())
+                        }
+                        "release" => report.release = value.to_owned(),
+                        "mode" => report.mode = value.to_owned(),
+                        "throttle" => report.throttle = value.to_owned(),
+                        "runq" => report.runq = value.to_owned(),
+                        "attached" => report.attached = list(),
+                        "refused" => report.refused = list(),
+                        _ => {}
+                    }
+                }
+            } else if let Some((_, record)) = line.split_once(RECORD_FIGURE) {
+                let mut figure = Figure {
+                    test: String::new(),
+                    what: String::new(),
+                    probe: String::new(),
+                    kernel: String::new(),
+                    tolerance: String::new(),
+                };
+                for (key, value) in fields(record) {
+                    let value = value.replace('_', " ");
+                    match key {
+                        "test" => figure.test = value.replace(' ', "_"),
+                        "what" => figure.what = value,
+                        "probe" => figure.probe = value,
+                        "kernel" => figure.kernel = value,
+                        "tolerance" => figure.tolerance = value,
+                        _ => {}
+                    }
+                }
+                report.figures.push(figure);
+            } else if let Some((_, record)) = line.split_once(RECORD_PASSED)
+                && let Some((_, test)) = fields(record).find(|(k, _)| *k == "test")
+                && !report.passed.iter().any(|t| t == test)
+            {
+                report.passed.push(test.to_owned());
+            }
+        }
+        report
+    }
+
+    /// Whether any kernel test reported here.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.started.is_empty() && self.figures.is_empty()
+    }
+}
+
+/// The kernel support table (Markdown), from the tests' own records.
+pub(crate) fn render_table(reports: &[KernelReport]) -> String {
+    let mut out = String::from(
+        "| kernel | where | cgroup mode | throttle model | run-queue model | probes attached | probes refused | kernel tests passed |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for r in reports {
+        let passed: Vec<&str> = r
+            .started
+            .iter()
+            .map(|t| if r.passed.contains(t) { t.as_str() } else { "" })
+            .filter(|t| !t.is_empty())
+            .collect();
+        let failed: Vec<&str> = r
+            .started
+            .iter()
+            .filter(|t| !r.passed.contains(t))
+            .map(String::as_str)
+            .collect();
+        let mut tests = format!("{}/{}: {}", passed.len(), r.started.len(), passed.join(", "));
+        if !failed.is_empty() {
+            tests.push_str(&format!("; **not passed**: {}", failed.join(", ")));
+        }
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n",
+            or_dash(&r.release),
+            r.place,
+            or_dash(&r.mode),
+            or_dash(&r.throttle),
+            or_dash(&r.runq),
+            r.attached.len(),
+            r.attached.join(", "),
+            if r.refused.is_empty() {
+                "none".to_owned()
+            } else {
+                r.refused.join(", ")
+            },
+            tests
+        ));
+    }
+    out.push_str("\n| kernel | test | comparison | probes | kernel's own figure | tolerance |\n|---|---|---|---|---|---|\n");
+    for r in reports {
+        for f in &r.figures {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                or_dash(&r.release),
+                f.test,
+                f.what,
+                f.probe,
+                f.kernel,
+                f.tolerance
+            ));
+        }
+    }
+    out
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "–" } else { s }
+}
+
+/// The guest's time limit: the whole VM part must stay within 10 minutes of `cargo xtask test`.
+pub(crate) const GUEST_LIMIT: Duration = Duration::from_secs(420);
+
+/// Where the host's kernel tests append their records (`$HEADROOM_FIGURES`).
+pub(crate) fn host_records(root: &Path) -> PathBuf {
+    root.join("target/kernels/host.records")
+}
+
+/// The test binaries run in the guest, built if needed.
+fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
+    progress("vm: cargo test -p headroom-daemon --test probes_kernel --no-run");
+    let probes = test_binary(root, "headroom-daemon", "probes_kernel")?;
+    Ok(vec![GuestTest {
+        name: "probes_kernel".into(),
+        binary: probes,
+        args: vec!["--test-threads=1".into(), "--nocapture".into()],
+    }])
+}
+
+/// Runs the kernel tests on the host (unless `host_done`: `cargo xtask test` already ran them
+/// with `$HEADROOM_FIGURES` set) and in the 6.1 guest, then writes the kernel support table to
+/// `target/kernels/kernels.md` (and `docs/kernels.md` with `write_docs`).
+pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Result<()> {
+    let records = host_records(root);
+    // A host failure is reported after the guest has run too: both kernels' figures count.
+    let mut host_result = Ok(());
+    if !host_done {
+        let _ = fs::remove_file(&records);
+        if let Some(parent) = records.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let binary = test_binary(root, "headroom-daemon", "probes_kernel")?;
+        progress("kernel tests: probes_kernel on the host");
+        host_result = run(Command::new(&binary)
+            .arg("--test-threads=1")
+            .env("HEADROOM_REQUIRE_PRIVILEGED", "1")
+            .env("HEADROOM_FIGURES", &records));
+    }
+    let host_text = fs::read_to_string(&records).unwrap_or_default();
+    let host = KernelReport::parse("host", host_text.lines());
+    let tests = guest_tests(root)?;
+    let started = Instant::now();
+    let guest_result = vm_test(root, &tests, GUEST_LIMIT);
+    let guest = match &guest_result {
+        Ok(run) => KernelReport::parse("qemu guest (TCG)", run.console.iter().map(String::as_str)),
+        Err(_) => {
+            let log = fs::read_to_string(root.join("target/vm/console.log")).unwrap_or_default();
+            KernelReport::parse("qemu guest (TCG)", log.lines())
+        }
+    };
+    let mut reports = Vec::new();
+    if host.is_empty() {
+        progress("kernel tests: no host records (not root?): the table shows the guest only");
+    } else {
+        reports.push(host);
+    }
+    reports.push(guest);
+    let table = render_table(&reports);
+    let page = format!(
+        "# Kernel support\n\n\
+         Generated by `cargo xtask test` (or `cargo xtask vm-test --write-docs`, which also copies it\n\
+         here) from the records the kernel tests print (`daemon/tests/probes_kernel.rs`): on the\n\
+         host, and in a qemu guest booting Debian's 6.1 LTS cloud kernel with pure cgroup v2\n\
+         (`xtask/src/vm.rs`). Do not edit by hand; regenerate with\n\
+         `cargo xtask vm-test --write-docs` as root.\n\n\
+         The guest runs under TCG (about 7x slower than the host); the comparisons are against\n\
+         the guest kernel's own accounting (`cpu.stat`, `memory.stat`, `memory.events`,\n\
+         `/proc/<pid>/schedstat`), so they are fair, but absolute timings are not.\n\n{table}"
+    );
+    let out = root.join("target/kernels/kernels.md");
+    if let Some(parent) = out.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::write(&out, &page)?;
+    println!("{table}");
+    progress(&format!(
+        "kernel tests: table in {} (VM part {:.0} s)",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    ));
+    host_result.context("the kernel tests failed on the host")?;
+    let run = guest_result?;
+    progress(&format!(
+        "kernel tests: passed on the host and in the {} guest ({:.0} s in qemu)",
+        run.release,
+        run.elapsed.as_secs_f64()
+    ));
+    if write_docs {
+        fs::write(root.join("docs/kernels.md"), &page)?;
+        progress("kernel tests: docs/kernels.md updated");
+    }
+    Ok(())
+}
