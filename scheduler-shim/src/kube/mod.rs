@@ -264,9 +264,15 @@ pub async fn run(
 /// `headroom-shim kube`: the in-cluster client, the metrics/health server and [`run`] until
 /// SIGTERM or Ctrl-C.
 pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
-    let client = kube::Client::try_default()
+    let mut kubeconfig = kube::Config::infer()
         .await
-        .map_err(|e| KubeError::Client(Box::new(e)))?;
+        .map_err(|e| KubeError::Client(Box::new(kube::Error::InferConfig(e))))?;
+    // kube's default retry layer retries 429 for minutes: an Eviction refused by a
+    // PodDisruptionBudget (429) must reach the reconciler at once, which reports it and retries
+    // on its own cycle.
+    kubeconfig.default_retry = false;
+    let client =
+        kube::Client::try_from(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
     let metrics = Arc::new(Metrics::default());
     let server = http::serve(args.metrics_addr, metrics.clone()).await?;
     let ledger = match args.ledger {
