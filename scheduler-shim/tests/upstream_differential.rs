@@ -222,7 +222,8 @@ fn cluster_file(scenario: &Scenario, node: &str, ns: &str) -> String {
             {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
              "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
     }));
-    docs.push(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+    // No Namespace object: `plan` reads Nodes, Pods, PriorityClasses and PDBs only, and the
+    // loader creates the namespaces it meets.
     let mut classes = BTreeSet::new();
     for p in &scenario.pods {
         classes.insert((p.priority, p.never));

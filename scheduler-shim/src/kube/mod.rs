@@ -210,7 +210,7 @@ pub enum KubeError {
         resource: String,
         verb: &'static str,
     },
-    #[error("{verb} {resource}: {source}")]
+    #[error("{verb} {resource}: {}", api_error_text(source))]
     Api {
         verb: &'static str,
         resource: String,
@@ -229,6 +229,28 @@ pub enum KubeError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+}
+
+/// The API server's refusal as `kubectl` words it (code, reason, message, causes), not the
+/// client's debug dump of its `Status`.
+fn api_error_text(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let mut text = format!("{} {}: {}", status.code, status.reason, status.message);
+            let causes: Vec<&str> = status
+                .details
+                .iter()
+                .flat_map(|d| d.causes.iter())
+                .map(|c| c.message.as_str())
+                .filter(|m| !m.is_empty())
+                .collect();
+            if !causes.is_empty() {
+                text.push_str(&format!(" ({})", causes.join("; ")));
+            }
+            text
+        }
+        other => other.to_string(),
+    }
 }
 
 impl KubeError {
@@ -271,8 +293,7 @@ pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
     // PodDisruptionBudget (429) must reach the reconciler at once, which reports it and retries
     // on its own cycle.
     kubeconfig.default_retry = false;
-    let client =
-        kube::Client::try_from(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
+    let client = kube::Client::try_from(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
     let metrics = Arc::new(Metrics::default());
     let server = http::serve(args.metrics_addr, metrics.clone()).await?;
     let ledger = match args.ledger {
