@@ -76,6 +76,12 @@ struct Shim {
 
 impl Shim {
     fn start(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> Shim {
+        let mut args = vec!["--ledger", "local"];
+        args.extend_from_slice(extra);
+        Shim::start_with_ledger(plane, kubeconfig, &args)
+    }
+
+    fn start_with_ledger(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> Shim {
         let log = plane.dir().join("headroom-shim.log");
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
@@ -83,8 +89,6 @@ impl Shim {
                 "kube",
                 "--node-name",
                 NODE,
-                "--ledger",
-                "local",
                 "--metrics-addr",
                 "127.0.0.1:0",
                 "--resync-seconds",
@@ -94,6 +98,7 @@ impl Shim {
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info")
             .env("HEADROOM_LOG", "info")
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -102,8 +107,50 @@ impl Shim {
         Shim { child, log }
     }
 
+    /// The log, without the ANSI colours the shim prints even into a file.
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        let raw = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let mut plain = String::with_capacity(raw.len());
+        let mut chars = raw.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                // CSI: ESC [ parameters final-byte
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                plain.push(c);
+            }
+        }
+        plain
+    }
+}
+
+/// The debug build of `headroomd`, which `cargo test --workspace` builds for the daemon's own
+/// tests (a test of this crate cannot name another package's binary), or `HEADROOMD_BIN`.
+fn headroomd_binary() -> PathBuf {
+    if let Some(binary) = std::env::var_os("HEADROOMD_BIN") {
+        return PathBuf::from(binary);
+    }
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace().join("target"), PathBuf::from);
+    let binary = target.join("debug/headroomd");
+    assert!(
+        binary.is_file(),
+        "{} is not built: run `cargo build -p headroom-daemon` (cargo test --workspace builds it)",
+        binary.display()
+    );
+    binary
+}
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -305,4 +352,82 @@ fn a_pdb_with_no_disruptions_allowed_refuses_the_eviction_and_the_victim_keeps_r
     let high = pod(&plane, "default", "high-priority-pod").unwrap();
     let pending = condition(&high, "PodResizePending").unwrap();
     assert_eq!(pending["reason"], "Deferred", "the resize stays Deferred");
+}
+
+#[test]
+fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_evicts_on_fresh_headroom() {
+    let plane = seed_cluster();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    let socket = plane.dir().join("headroomd.sock");
+    let daemon_log = plane.dir().join("headroomd.log");
+    let out = std::fs::File::create(&daemon_log).unwrap();
+    // As the DaemonSet runs it, minus the probes (this test is about the API server; the
+    // kernel tests cover them): the Node and its Pods from the API server, as the
+    // ServiceAccount with the headroom-daemon ClusterRole.
+    let _daemon = Daemon(
+        Command::new(headroomd_binary())
+            .args([
+                "serve",
+                "--pods-from",
+                "kube",
+                "--kube-node",
+                NODE,
+                "--probes",
+                "off",
+            ])
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--intent-dir")
+            .arg(plane.dir().join("intents"))
+            .args(["--metrics-listen", ""])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "headroomd did not start serving; its log:\n{}",
+            std::fs::read_to_string(&daemon_log).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    resize_and_defer(
+        &plane,
+        "high-priority-pod",
+        "app",
+        "6",
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
+    );
+    let socket_arg = socket.to_str().unwrap().to_string();
+    let shim = Shim::start_with_ledger(
+        &plane,
+        &kubeconfig,
+        &["--ledger", "headroomd", "--headroomd-socket", &socket_arg],
+    );
+    wait_for(
+        &shim,
+        "low-priority-pod to be preempted",
+        Duration::from_secs(60),
+        || {
+            pod(&plane, "default", "low-priority-pod")
+                .filter(|p| p.pointer("/metadata/deletionTimestamp").is_some())
+        },
+    );
+    let log = shim.log();
+    assert!(
+        log.contains("freshness_gate=true"),
+        "the shim decided with headroomd's live headroom as its gate:\n{log}"
+    );
+    assert!(
+        !log.contains("ResizePreemptionBlocked"),
+        "headroom was fresh: nothing blocked:\n{log}"
+    );
 }

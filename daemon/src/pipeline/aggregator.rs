@@ -35,6 +35,9 @@ const DROP_WARN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Publications are spaced by at least this many times the last snapshot build time.
 const PUBLISH_COST_FACTOR: u32 = 2;
+/// The longest a quiet pipeline goes without publishing a snapshot: well inside the shim's
+/// default 2 s freshness bound.
+const HEARTBEAT: Duration = Duration::from_millis(500);
 
 /// Multiplicative hasher for [`CgroupKey`] (ids are inode numbers: well spread, never hostile).
 #[derive(Default)]
@@ -617,6 +620,14 @@ impl Aggregator {
     fn tick(&mut self, now: Instant) {
         let _span = tracing::debug_span!("tick").entered();
         self.refresh_pods(now);
+        // A quiet node still publishes now and then: a snapshot's `generated_at` is what says
+        // the pipeline is alive, and the shim evicts only on a recent one.
+        if self
+            .last_publish
+            .is_none_or(|at| now.duration_since(at) >= HEARTBEAT)
+        {
+            self.dirty = true;
+        }
         let expired = self.ledger.expire(now);
         for r in &expired {
             tracing::info!(id = %r.id, pod = %r.pod, amount = %r.amount, "reservation expired");
