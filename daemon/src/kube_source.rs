@@ -27,6 +27,7 @@ use std::sync::{
 use futures::StreamExt as _;
 use headroom_node_model::{
     ModelError, QuantityError, Resources, parse_cpu_millis, parse_memory_bytes, pod_requests,
+    pod_requests_admitted,
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
@@ -155,9 +156,14 @@ pub fn pod_entry(pod: &Pod) -> Result<Option<PodEntry>, KubeSourceError> {
         pod: format!("{}/{}", pod_ref.namespace, pod_ref.name),
         source,
     })?;
+    let admitted = pod_requests_admitted(pod).map_err(|source| KubeSourceError::Requests {
+        pod: format!("{}/{}", pod_ref.namespace, pod_ref.name),
+        source,
+    })?;
     Ok(Some(PodEntry {
         pod: pod_ref,
         requests,
+        pending_resize: requests.saturating_sub(admitted),
     }))
 }
 
@@ -173,6 +179,7 @@ pub fn pod_entries<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<PodEntry>
                 Some(PodEntry {
                     pod: pod_ref(pod),
                     requests: Resources::new(i64::MAX, i64::MAX),
+                    pending_resize: Resources::ZERO,
                 })
             }
         })

@@ -137,6 +137,7 @@ async fn slow_subscriber_gets_newest_not_backlog() {
         d.pods.upsert(headroomd::pipeline::PodEntry {
             pod: api_common::pod_ref(n),
             requests: headroom_node_model::Resources::new(1, 1),
+            pending_resize: headroom_node_model::Resources::ZERO,
         });
     }
     while d.reader.load().pods.len() < 39 {

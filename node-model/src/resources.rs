@@ -95,6 +95,14 @@ impl Resources {
         self.cpu_millis <= other.cpu_millis && self.memory_bytes <= other.memory_bytes
     }
 
+    /// Per-resource minimum.
+    pub fn min(self, other: Resources) -> Resources {
+        Resources {
+            cpu_millis: self.cpu_millis.min(other.cpu_millis),
+            memory_bytes: self.memory_bytes.min(other.memory_bytes),
+        }
+    }
+
     /// Per-resource maximum.
     pub fn max(self, other: Resources) -> Resources {
         Resources {

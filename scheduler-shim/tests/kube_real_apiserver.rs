@@ -72,6 +72,8 @@ fn now_rfc3339() -> String {
 struct Shim {
     child: Child,
     log: PathBuf,
+    /// Other logs a failure should show (headroomd's).
+    beside: Vec<PathBuf>,
 }
 
 impl Shim {
@@ -104,7 +106,11 @@ impl Shim {
             .stderr(out)
             .spawn()
             .unwrap();
-        Shim { child, log }
+        Shim {
+            child,
+            log,
+            beside: Vec::new(),
+        }
     }
 
     /// The log, without the ANSI colours the shim prints even into a file.
@@ -407,11 +413,12 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
         "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
     );
     let socket_arg = socket.to_str().unwrap().to_string();
-    let shim = Shim::start_with_ledger(
+    let mut shim = Shim::start_with_ledger(
         &plane,
         &kubeconfig,
         &["--ledger", "headroomd", "--headroomd-socket", &socket_arg],
     );
+    shim.beside.push(daemon_log.clone());
     wait_for(
         &shim,
         "low-priority-pod to be preempted",

@@ -155,6 +155,7 @@ fn topology() -> Topology {
         entries.push(PodEntry {
             pod,
             requests: Resources::new(100, 256 << 20),
+            pending_resize: Resources::ZERO,
         });
     }
     Topology {

@@ -1,6 +1,7 @@
 //! The single aggregator thread: owns all mutable state, turns cumulative counters into rates and
 //! publishes immutable snapshots.
 
+use std::collections::BTreeMap;
 use std::{
     collections::HashMap,
     hash::{BuildHasherDefault, Hasher},
@@ -551,9 +552,13 @@ impl Aggregator {
         if !leaving.is_zero() {
             tracing::debug!(%leaving, "counting the releasing Pods as gone");
         }
+        // What the count of a resizing Pod at its desired size already holds, for this
+        // reservation and the live ones: the ledger adds every reservation whole.
+        let held = self.held_by_counts(now, Some((&request.pod, request.amount)));
         let available = self
             .allocatable()
-            .saturating_sub(self.allocated.saturating_sub(leaving));
+            .saturating_sub(self.allocated.saturating_sub(leaving))
+            .saturating_add(held);
         let expires_at = now + request.ttl;
         self.ledger.reserve(
             &request.id,
@@ -581,7 +586,39 @@ impl Aggregator {
     }
 
     fn headroom(&self, now: Instant) -> NodeHeadroom {
-        node_headroom(self.allocatable(), self.allocated, self.ledger.total(now))
+        let reserved = self
+            .ledger
+            .total(now)
+            .saturating_sub(self.held_by_counts(now, None));
+        node_headroom(self.allocatable(), self.allocated, reserved)
+    }
+
+    /// The pending resize counted in `pod`'s requests (zero for an unknown Pod).
+    fn pending_resize_of(&self, pod: &str) -> Resources {
+        self.pods
+            .pods
+            .iter()
+            .find(|p| p.pod.matches(pod))
+            .map_or(Resources::ZERO, |p| p.pending_resize)
+    }
+
+    /// How much of the live reservations (and of `adding`, one about to be made) the Pods' own
+    /// counts already hold: a reservation for a resizing Pod counted at its desired size is not
+    /// room taken twice, and each Pod's pending resize holds at most once.
+    fn held_by_counts(&self, now: Instant, adding: Option<(&str, Resources)>) -> Resources {
+        let mut per_pod: BTreeMap<&str, Resources> = BTreeMap::new();
+        let live = self
+            .ledger
+            .iter()
+            .filter(|r| r.is_live(now))
+            .map(|r| (r.pod.as_str(), r.amount));
+        for (pod, amount) in live.chain(adding) {
+            let sum = per_pod.entry(pod).or_insert(Resources::ZERO);
+            *sum = sum.saturating_add(amount);
+        }
+        per_pod.into_iter().fold(Resources::ZERO, |held, (pod, amount)| {
+            held.saturating_add(amount.min(self.pending_resize_of(pod)))
+        })
     }
 
     /// The Pod source's allocatable (from the Node object) when it has one, else the config's.

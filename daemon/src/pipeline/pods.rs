@@ -77,6 +77,11 @@ pub struct PodEntry {
     pub pod: PodRef,
     /// Requests, as `headroom_node_model::pod_requests` counts them.
     pub requests: Resources,
+    /// The part of `requests` that is a pending resize the kubelet has not admitted yet
+    /// (`requests` − the admitted size; zero when nothing is pending). The node counts a
+    /// resizing Pod at its desired size, as the scheduler does, so that part of a reservation
+    /// for this Pod is already held by the count.
+    pub pending_resize: Resources,
 }
 
 /// The set of Pods on the node, read by the aggregator whenever its generation changes.

@@ -45,6 +45,7 @@ fn fixture(config: PipelineConfig) -> Fixture {
     let pods = Arc::new(InMemoryPodSource::new(vec![PodEntry {
         pod: pod(1),
         requests: Resources::new(1000, 1 << 30),
+        pending_resize: Resources::ZERO,
     }]));
     let (handle, reader) = spawn(config, resolver.clone(), pods.clone()).unwrap();
     Fixture {
@@ -350,6 +351,7 @@ async fn ledger_reserves_releases_and_counts_pods() {
     f.pods.upsert(PodEntry {
         pod: pod(3),
         requests: Resources::new(2000, 0),
+        pending_resize: Resources::ZERO,
     });
     wait_for(&f.reader, "allocated follows pods", |s| {
         s.node.headroom.allocated.cpu_millis == 3000
@@ -586,6 +588,7 @@ async fn reserve_counts_the_releasing_pods_as_gone() {
     f.pods.upsert(PodEntry {
         pod: pod(2),
         requests: Resources::new(5000, 1 << 30),
+        pending_resize: Resources::ZERO,
     });
     wait_for(&f.reader, "pod-2 counted", |s| {
         s.node.headroom.allocated.cpu_millis == 6000
@@ -627,6 +630,43 @@ async fn reserve_counts_the_releasing_pods_as_gone() {
     wait_for(&f.reader, "victim gone", |s| {
         s.node.headroom.allocated.cpu_millis == 1000 && s.node.headroom.headroom.cpu_millis == 3000
     });
+}
+
+#[tokio::test]
+async fn a_resizing_pod_counted_at_its_desired_size_holds_that_part_of_its_reservation() {
+    let f = fixture(config());
+    // allocatable 8000m; pod-1 1000m; pod-2 admitted at 4000m, resizing to 6000m and counted at
+    // 6000m as the scheduler counts it (pending 2000m); pod-3 (the victim) 1000m: 0 free.
+    for (n, cpu, pending) in [(2, 6000, 2000), (3, 1000, 0)] {
+        f.pods.upsert(PodEntry {
+            pod: pod(n),
+            requests: Resources::new(cpu, 0),
+            pending_resize: Resources::new(pending, 0),
+        });
+    }
+    wait_for(&f.reader, "pods counted", |s| {
+        s.node.headroom.allocated.cpu_millis == 8000
+    });
+    let ledger = f.handle.ledger();
+    let req = |id: &str, pod: &str, cpu: i64| ReserveRequest {
+        id: id.into(),
+        pod: pod.into(),
+        amount: Resources::new(cpu, 0),
+        ttl: Duration::from_secs(30),
+        require_known_pod: true,
+        releasing: Vec::new(),
+    };
+    // The resize's 2000m are already in the count: reserving them needs no further room...
+    let (_, node) = ledger.reserve(req("resize", "uid-2", 2000)).await.unwrap();
+    // ...and is not subtracted twice from the headroom.
+    assert_eq!(node.reserved.cpu_millis, 0, "{node:?}");
+    assert_eq!(node.headroom.cpu_millis, 0, "{node:?}");
+    // Anything beyond the pending part needs real room, which there is not.
+    let err = ledger.reserve(req("more", "uid-2", 1)).await.unwrap_err();
+    assert!(matches!(err, ReserveError::Ledger(_)), "{err}");
+    // Another Pod's reservation gets no such credit.
+    let err = ledger.reserve(req("other", "uid-3", 500)).await.unwrap_err();
+    assert!(matches!(err, ReserveError::Ledger(_)), "{err}");
 }
 
 #[tokio::test]

@@ -74,6 +74,7 @@ pub async fn start_with(dir: tempfile::TempDir, access: AccessPolicy, tcp: Optio
     let pods = Arc::new(InMemoryPodSource::new(vec![PodEntry {
         pod: pod_ref(1),
         requests: Resources::new(1000, 1 << 30),
+        pending_resize: Resources::ZERO,
     }]));
     let config = PipelineConfig {
         node_name: "test-node".into(),

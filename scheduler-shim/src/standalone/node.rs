@@ -105,6 +105,8 @@ impl StandaloneNode {
                         uid: p.pod.metadata.uid.clone().unwrap_or_default(),
                     },
                     requests,
+                    // Counted at the admitted size: no pending resize is in the count.
+                    pending_resize: headroom_node_model::Resources::ZERO,
                 })
             })
             .collect();
