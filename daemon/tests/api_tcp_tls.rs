@@ -151,7 +151,7 @@ async fn ca_signed_client_reads_over_tcp_and_the_socket_still_serves() {
         std::fs::metadata(&d.socket).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let mut uds = server::client::headroom_client(&d.socket).await.unwrap();
+    let mut uds = headroom_client::headroom_client(&d.socket).await.unwrap();
     uds.get_headroom(pb::GetHeadroomRequest::default()).await.unwrap();
 }
 

@@ -630,7 +630,7 @@ impl TestHeadroomd {
 }
 
 async fn get_headroom(socket: &std::path::Path) -> pb::HeadroomSnapshot {
-    let mut client = headroomd::server::client::headroom_client(socket).await.unwrap();
+    let mut client = headroom_client::headroom_client(socket).await.unwrap();
     client
         .get_headroom(pb::GetHeadroomRequest { include_pods: false })
         .await

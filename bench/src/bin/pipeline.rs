@@ -47,6 +47,7 @@ use headroom_bench::{
     BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
     print_comparison, write_json,
 };
+use headroom_client::headroom_client;
 use headroom_common::{CgroupKey, CgroupStats};
 use headroom_node_model::Resources;
 use headroom_proto::v1::WatchHeadroomRequest;
@@ -58,7 +59,7 @@ use headroomd::{
         StaticPodResolver,
     },
     serve::{Components, Daemon},
-    server::{UnavailableActuator, client::headroom_client},
+    server::UnavailableActuator,
 };
 use serde_json::json;
 

@@ -345,7 +345,7 @@ async fn subscriber(
         0 => Some(Duration::from_millis(500)),
         _ => None,
     };
-    let mut client = match headroomd::server::client::headroom_client(&socket).await {
+    let mut client = match headroom_client::headroom_client(&socket).await {
         Ok(c) => c,
         Err(e) => {
             result.error = Some(format!("connect: {e}"));
@@ -400,7 +400,7 @@ async fn wait_for_socket(path: &Path, started: &mut Started, timeout: Duration) 
             bail!("the node exited during start-up: {status}");
         }
         if path.exists()
-            && let Ok(ch) = headroomd::server::client::connect_uds(path).await
+            && let Ok(ch) = headroom_client::connect_uds(path).await
         {
             return Ok(ch);
         }
@@ -489,7 +489,7 @@ async fn soak(args: &Args) -> Result<bool> {
         Err(e) => bail!("{e:#}\n--- node log ---\n{}", tail(&log_path, 30)),
     };
     let mut control = StandaloneClient::new(channel);
-    let mut headroom = headroomd::server::client::headroom_client(&headroomd_sock).await?;
+    let mut headroom = headroom_client::headroom_client(&headroomd_sock).await?;
     println!(
         "{NAME}: node pid {node_pid} up (cgroup root {cgroup_root}, probes required); running {:.1} min",
         duration.as_secs_f64() / 60.0

@@ -5,12 +5,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use headroom_client::{Headroomd, HeadroomdError};
 use headroom_node_model::pod_requests_admitted;
-use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
+use headroom_proto::v1 as pb;
 use headroomd::actuation::CgroupActuator;
 use headroomd::pipeline::{InMemoryPodSource, PodEntry, snapshot::PodRef};
-use tokio::sync::{Notify, OnceCell};
-use tonic::transport::Channel;
+use tokio::sync::Notify;
 use tracing::Instrument as _;
 
 use super::latency::{StepHistograms, StepLatencies};
@@ -41,12 +41,20 @@ pub struct ActuationTimes {
     pub verified: Duration,
 }
 
+/// `RPC: message` for a refusal, the whole error otherwise (headroomd unreachable).
+pub(crate) fn rpc_error(rpc: &str, error: HeadroomdError) -> String {
+    match error {
+        HeadroomdError::Status { message, .. } => format!("{rpc}: {message}"),
+        other => other.to_string(),
+    }
+}
+
 pub struct StandaloneNode {
     pub config: NodeConfig,
     store: Mutex<Store>,
     pod_source: Arc<InMemoryPodSource>,
     actuator: Arc<CgroupActuator>,
-    headroomd: OnceCell<Channel>,
+    headroomd: Headroomd,
     /// Wakes the shim loop (a resize went Deferred, a Pod went away).
     pub(crate) wake: Notify,
     /// The most recent resizes' step latencies (at most [`KEPT_LATENCIES`]), every resize's
@@ -62,13 +70,14 @@ impl StandaloneNode {
     ) -> Result<Self, StandaloneError> {
         let histograms = StepHistograms::new().map_err(|e| StandaloneError::Invalid(e.to_string()))?;
         Ok(Self {
-            config,
             store: Mutex::new(Store::default()),
             pod_source,
             actuator,
-            headroomd: OnceCell::new(),
+            // In-process: a call takes as long as its work, and the daemon ends with this node.
+            headroomd: Headroomd::new(config.headroomd_socket.clone()).with_timeout(None),
             wake: Notify::new(),
             latencies: Mutex::new((VecDeque::new(), histograms, 0)),
+            config,
         })
     }
 
@@ -79,14 +88,9 @@ impl StandaloneNode {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) async fn headroomd(&self) -> Result<HeadroomClient<Channel>, StandaloneError> {
-        let socket = self.config.headroomd_socket.clone();
-        let channel = self
-            .headroomd
-            .get_or_try_init(|| async move { headroomd::server::client::connect_uds(&socket).await })
-            .await
-            .map_err(|e| StandaloneError::Headroomd(format!("connect: {e}")))?;
-        Ok(HeadroomClient::new(channel.clone()))
+    /// headroomd (in this process), over its socket.
+    pub(crate) fn headroomd(&self) -> &Headroomd {
+        &self.headroomd
     }
 
     /// headroomd counts what the kubelet admitted for every Pod that is neither rejected nor being
@@ -227,28 +231,22 @@ impl StandaloneNode {
             pod: None,
             reservation_id: plan.reservation.clone().unwrap_or_default(),
         };
-        let applied = match self.headroomd().await {
-            Ok(mut client) => client
-                .apply_resize(request)
-                .await
-                .map(|reply| Duration::from_nanos(reply.into_inner().total_ns))
-                .map_err(|s| format!("ApplyResize: {}", s.message())),
-            Err(e) => Err(e.to_string()),
-        };
+        let applied = self
+            .headroomd
+            .apply_resize(request)
+            .await
+            .map(|reply| Duration::from_nanos(reply.total_ns))
+            .map_err(|e| rpc_error("ApplyResize", e));
         let actuated = Instant::now();
         let cgroup_writes = applied.as_ref().map_or(Duration::ZERO, |d| *d);
         let verified =
             applied.and_then(|_| verify::cgroups_match(&self.config.roots, &plan.uid, &plan.containers));
         let done = Instant::now();
         if verified.is_err()
-            && let (Some(id), Ok(mut client)) = (&plan.reservation, self.headroomd().await)
+            && let Some(id) = &plan.reservation
         {
             // ApplyResize releases it only on success.
-            let _ = client
-                .release(pb::ReleaseRequest {
-                    reservation_id: id.clone(),
-                })
-                .await;
+            let _ = self.headroomd.release(id).await;
         }
         let mut store = self.store();
         resize::finish(&mut store, &plan.key, verified.clone());

@@ -1,4 +1,4 @@
-//! Connecting to headroomd over its Unix socket (for headroomctl and tests).
+//! Connecting to headroomd over its Unix socket (headroomctl, the shim, benchmarks and tests).
 
 use std::path::{Path, PathBuf};
 
