@@ -3,7 +3,7 @@
 //! nobody evicted, and a resizing Pod with `preemptionPolicy: Never` preempts nobody.
 //!
 //! Privileged (creates cgroups): skipped without root unless `HEADROOM_REQUIRE_PRIVILEGED=1`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -417,7 +417,6 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-#[allow(clippy::too_many_lines)]
 async fn soak(args: &Args) -> Result<bool> {
     let duration = Duration::from_secs_f64(match (args.minutes, args.seconds) {
         (_, Some(s)) => s,
@@ -682,7 +681,6 @@ async fn soak(args: &Args) -> Result<bool> {
         .map(|s| s.1)
         .max()
         .unwrap_or(end_rss);
-    #[allow(clippy::cast_precision_loss)]
     let growth = if baseline == 0 {
         0.0
     } else {
@@ -791,7 +789,6 @@ async fn soak(args: &Args) -> Result<bool> {
     let iv = interval.as_secs_f64();
     let mut window_rows = Vec::new();
     for (i, h) in windows.iter().enumerate() {
-        #[allow(clippy::cast_precision_loss)]
         let (from, to) = (i as f64 * iv, (i + 1) as f64 * iv);
         let rss_at = samples
             .iter()
