@@ -327,7 +327,7 @@ async fn daemon_start_serves_tcp_when_configured() {
     config.server.socket_path = dir.path().join("run/headroomd.sock");
     config.metrics_listen = None;
     config.tcp = Some(server_files(dir.path(), &ca));
-    let daemon = headroomd::serve::Daemon::start(&config, headroomd::serve::Components::default())
+    let daemon = headroomd::node::Daemon::start(&config, headroomd::node::Components::default())
         .await
         .unwrap();
     let addr = daemon.server.tcp_addr().unwrap();
@@ -469,7 +469,7 @@ async fn bad_tls_files_are_one_clear_error_naming_the_file() {
                 allocatable: headroom_node_model::Resources::new(1000, 1 << 30),
                 ..Default::default()
             },
-            Arc::new(headroomd::serve::NoResolver),
+            Arc::new(headroomd::node::NoResolver),
             Arc::new(headroomd::pipeline::InMemoryPodSource::default()),
         )
         .unwrap();
@@ -517,7 +517,7 @@ async fn bad_tls_files_are_one_clear_error_naming_the_file() {
             ..Default::default()
         };
         assert_eq!(
-            headroomd::serve::preflight(&config).unwrap_err().to_string(),
+            headroomd::node::preflight(&config).unwrap_err().to_string(),
             text,
             "{label}"
         );

@@ -9,7 +9,7 @@
 //! the effects and that each request is an entry of `rbac::API_CALLS`.
 //!
 //! headroomd, on the other hand, is real in the `mock_apiserver_real_headroomd_*` tests: its
-//! pipeline and gRPC server run in-process on a temporary Unix socket (`headroomd::serve::Daemon`),
+//! pipeline and gRPC server run in-process on a temporary Unix socket (`headroomd::node::Daemon`),
 //! set up as `headroomd serve` is on a cluster node (Pods known from their cgroups, none counted
 //! from a Pod source), with a stand-in for its collector feeding cgroup readings every 50 ms.
 #![allow(clippy::unwrap_used)]
@@ -31,11 +31,11 @@ use headroom_shim::kube::reservations::{BoxFuture, Reserve};
 use headroom_shim::kube::{
     Backend, KubeConfig, LocalLedger, Metrics, NodeLedger, PreemptionMode, ReservationError, Reservations,
 };
+use headroomd::node::{Components, Daemon};
 use headroomd::pipeline::{
     CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, PipelineConfig, PipelineHandle, PipelineInput,
     PodRef, SnapshotReader, StaticPodResolver,
 };
-use headroomd::serve::{Components, Daemon};
 use headroomd::server::{AccessPolicy, ServerHandle, UnavailableActuator};
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;

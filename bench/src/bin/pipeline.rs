@@ -53,12 +53,12 @@ use headroom_node_model::Resources;
 use headroom_proto::v1::WatchHeadroomRequest;
 use headroomd::{
     config::Config,
+    node::{Components, Daemon},
     pipeline::{
         self, CgroupFiles, CgroupOwner, CgroupSample, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig,
         PipelineInput, PipelineSender, PodEntry, PodRef, ProbeCounters, PsiLine, PsiReading, SnapshotReader,
         StaticPodResolver,
     },
-    serve::{Components, Daemon},
     server::UnavailableActuator,
 };
 use serde_json::json;
