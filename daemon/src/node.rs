@@ -9,7 +9,7 @@ use std::{path::PathBuf, sync::Arc};
 
 use anyhow::{Context, Result};
 use arc_swap::ArcSwap;
-use headroom_actuator::{Actuator, ActuatorConfig, Roots};
+use headroom_actuator::{Actuator, ActuatorConfig, KubeResources, Roots};
 use headroom_common::CgroupKey;
 use tracing::{info, warn};
 
@@ -21,7 +21,8 @@ use crate::{
     metrics::{self, Metrics},
     observe::ensure_tracefs,
     pipeline::{
-        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PodResolver, PodSource, SnapshotReader,
+        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PodEntry, PodResolver, PodSource,
+        SnapshotReader,
     },
     probes::{ProbeOptions, Probes},
     server::{self, ResizeActuator, ServerHandle, UnavailableActuator},
@@ -84,10 +85,45 @@ pub struct Node {
 }
 
 impl Node {
+    /// The in-process door for a process that embeds this daemon.
+    pub fn embedded(&self) -> Embedded {
+        Embedded {
+            pod_source: self.pod_source.clone(),
+            actuator: self.actuator.clone(),
+        }
+    }
+
     /// Stops the collector, then the server and the pipeline.
     pub async fn shutdown(self) -> Result<()> {
         drop(self.collector);
         self.daemon.shutdown().await
+    }
+}
+
+/// The one in-process door into a daemon that runs inside another process (the standalone shim,
+/// which plays the API server and the kubelet): which Pods count against the node, and the
+/// container resources each Pod was created with (where `ApplyResize` starts from). Everything
+/// else (headroom, reservations, resizes) goes over gRPC, as for any client.
+#[derive(Clone)]
+pub struct Embedded {
+    pod_source: Arc<InMemoryPodSource>,
+    actuator: Arc<CgroupActuator>,
+}
+
+impl Embedded {
+    /// The Pods counted against the node, replacing the previous set.
+    pub fn set_pods(&self, pods: Vec<PodEntry>) {
+        self.pod_source.set(pods);
+    }
+
+    /// A Pod's containers with the resources they run with now.
+    pub fn pod_created(&self, pod_uid: &str, containers: impl IntoIterator<Item = (String, KubeResources)>) {
+        self.actuator.remember(pod_uid, containers);
+    }
+
+    /// A Pod that is gone: nothing of it is kept.
+    pub fn pod_gone(&self, pod_uid: &str) {
+        self.actuator.forget(pod_uid);
     }
 }
 

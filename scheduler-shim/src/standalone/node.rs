@@ -2,14 +2,14 @@
 //! one handle, shared by the shim loop, the control API and the demo.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use headroom_client::{Headroomd, HeadroomdError};
 use headroom_node_model::pod_requests_admitted;
 use headroom_proto::v1 as pb;
-use headroomd::actuation::CgroupActuator;
-use headroomd::pipeline::{InMemoryPodSource, PodEntry, snapshot::PodRef};
+use headroomd::node::Embedded;
+use headroomd::pipeline::{PodEntry, snapshot::PodRef};
 use tokio::sync::Notify;
 use tracing::Instrument as _;
 
@@ -52,8 +52,8 @@ pub(crate) fn rpc_error(rpc: &str, error: HeadroomdError) -> String {
 pub struct StandaloneNode {
     pub config: NodeConfig,
     store: Mutex<Store>,
-    pod_source: Arc<InMemoryPodSource>,
-    actuator: Arc<CgroupActuator>,
+    /// headroomd in this process: the Pods it counts and their containers' resources.
+    embedded: Embedded,
     headroomd: Headroomd,
     /// Wakes the shim loop (a resize went Deferred, a Pod went away).
     pub(crate) wake: Notify,
@@ -63,16 +63,11 @@ pub struct StandaloneNode {
 }
 
 impl StandaloneNode {
-    pub fn new(
-        config: NodeConfig,
-        pod_source: Arc<InMemoryPodSource>,
-        actuator: Arc<CgroupActuator>,
-    ) -> Result<Self, StandaloneError> {
+    pub fn new(config: NodeConfig, embedded: Embedded) -> Result<Self, StandaloneError> {
         let histograms = StepHistograms::new().map_err(|e| StandaloneError::Invalid(e.to_string()))?;
         Ok(Self {
             store: Mutex::new(Store::default()),
-            pod_source,
-            actuator,
+            embedded,
             // In-process: a call takes as long as its work, and the daemon ends with this node.
             headroomd: Headroomd::new(config.headroomd_socket.clone()).with_timeout(None),
             wake: Notify::new(),
@@ -112,7 +107,7 @@ impl StandaloneNode {
                 })
             })
             .collect();
-        self.pod_source.set(entries);
+        self.embedded.set_pods(entries);
     }
 
     /// `kubectl apply -f`: PriorityClasses first, then Pods.
@@ -152,7 +147,7 @@ impl StandaloneNode {
         }
         for p in store.pods.values() {
             if let (Some(uid), Ok(containers)) = (&p.pod.metadata.uid, pod_resources(&p.pod)) {
-                self.actuator.remember(uid, containers);
+                self.embedded.pod_created(uid, containers);
             }
         }
         self.sync_pod_source(&store);
@@ -258,9 +253,9 @@ impl StandaloneNode {
         })
     }
 
-    /// The actuator forgets a Pod that is gone.
+    /// headroomd forgets a Pod that is gone.
     pub(crate) fn forget(&self, uid: &str) {
-        self.actuator.forget(uid);
+        self.embedded.pod_gone(uid);
     }
 
     pub(crate) fn record_latency(&self, l: StepLatencies) {
@@ -323,7 +318,7 @@ impl StandaloneNode {
                 rt.kill_now();
             }
             if let Some(uid) = &p.pod.metadata.uid {
-                self.actuator.forget(uid);
+                self.embedded.pod_gone(uid);
             }
         }
         self.sync_pod_source(&store);
