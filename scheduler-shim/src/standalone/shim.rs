@@ -1,8 +1,8 @@
 //! The shim loop: every Deferred resize goes through the preemption protocol ([`preempt`]); on
-//! `preempt` the extra room is reserved in headroomd's ledger, the victims are evicted as the scheduler evicts them
-//! (`DisruptionTarget`, `Preempted`, the kubelet's `Killing`, SIGTERM, SIGKILL after the grace
-//! period, cgroups removed), and the kubelet's retry on `pods_removed` admits and actuates the
-//! resize. Each step's latency is recorded.
+//! `preempt` the extra room is reserved in headroomd's ledger, the victims are evicted as the
+//! scheduler evicts them (`DisruptionTarget`, `Preempted`, the kubelet's `Killing`, SIGTERM,
+//! SIGKILL after the grace period, cgroups removed), and the kubelet's retry on `pods_removed`
+//! admits and actuates the resize. Each step's latency is recorded.
 
 use std::collections::HashMap;
 use std::sync::Arc;
