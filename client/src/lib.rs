@@ -1,7 +1,7 @@
 //! Clients of headroomd's gRPC API (`headroom.v1`), apart from the daemon so that a client (the
 //! scheduler shim, headroomctl, benchmarks) links neither the probes nor the actuator.
 //!
-//! - [`connect`]: a channel over headroomd's Unix socket.
+//! - [`connect`]: a channel over headroomd's Unix socket, or to its TCP listener (mutual TLS).
 //! - [`Headroomd`]: a typed client (`GetHeadroom`, `WatchHeadroom`, `Reserve`, `Release`,
 //!   `ApplyResize`) that bounds every call and reconnects after a failure.
 //! - [`kubectl`]: output that reads like `kubectl`'s.
@@ -13,7 +13,7 @@ pub mod connect;
 pub mod headroomd;
 pub mod kubectl;
 
-pub use connect::{connect_uds, headroom_client};
+pub use connect::{connect_tcp, connect_uds, headroom_client};
 pub use headroomd::{Headroomd, HeadroomdError, RPC_TIMEOUT};
 
 /// `error` and its sources, joined by ": " (what tonic, aya and kube errors need to say why).

@@ -5,7 +5,7 @@
 mod api_common;
 mod tls_support;
 
-use headroomd::error_chain as chain;
+use headroom_client::error_chain;
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use api_common::{TestDaemon, start_with};
@@ -14,7 +14,7 @@ use headroomd::server::{self, AccessPolicy, ServerError, TcpConfig, TlsError};
 use tls_support::{Ca, Pem, server_files};
 use tonic::{
     Code,
-    transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity},
+    transport::{Certificate, Channel, ClientTlsConfig, Identity},
 };
 
 const SHIM_ID: &str = "spiffe://cluster.local/ns/headroom-system/sa/headroom";
@@ -47,18 +47,11 @@ fn client_tls(server_ca: &Ca, identity: Option<&Pem>) -> ClientTlsConfig {
 
 /// A channel to `addr`: TLS when `tls` is given, plaintext HTTP/2 otherwise.
 async fn channel(addr: SocketAddr, tls: Option<ClientTlsConfig>) -> Result<Channel, String> {
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(5));
-    if let Some(tls) = tls {
-        endpoint = endpoint.tls_config(tls).unwrap();
-    }
-    tokio::time::timeout(Duration::from_secs(10), endpoint.connect())
+    let connect = headroom_client::connect_tcp(addr, tls, Duration::from_secs(5));
+    tokio::time::timeout(Duration::from_secs(10), connect)
         .await
         .map_err(|_| "connect timed out".to_string())?
-        .map_err(|e| format!("connect: {}", chain(&e)))
+        .map_err(|e| format!("connect: {}", error_chain(&e)))
 }
 
 /// `GetHeadroom` over TCP: the snapshot, or why not.
