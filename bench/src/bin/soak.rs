@@ -447,7 +447,7 @@ async fn soak(args: &Args) -> Result<bool> {
     };
     anyhow::ensure!(
         shim_bin.exists(),
-        "{} not found (build it: cargo build --release -p headroom-shim)",
+        "{} not found (build it: cargo build --release -p headroom-shim --features standalone)",
         shim_bin.display()
     );
     let cgroup_root = format!("headroom-soak-{}", std::process::id());
