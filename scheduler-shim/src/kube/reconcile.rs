@@ -424,6 +424,8 @@ impl preempt::Backend for KubeCycle<'_> {
             return Ok(None);
         };
         let state = &mut listing.state;
+        // Pods the shim must never preempt: opted-out namespaces and Pods already terminating. They
+        // still count against the node; as "highest priority" they are never lower than a resizer.
         for input in &mut state.pods {
             let terminating = pods.iter().any(|p| {
                 namespace(p) == input.namespace
