@@ -129,6 +129,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
             root,
             &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         )?;
+        lint::kubernetes_shim(root)?;
         lint::other_workspaces(root)?;
     }
     let mut test = Command::new("cargo");
