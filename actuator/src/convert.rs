@@ -82,11 +82,11 @@ pub fn shares_to_weight_quadratic(shares: u64) -> u64 {
     if shares >= MAX_SHARES {
         return MAX_WEIGHT;
     }
-    #[allow(clippy::cast_precision_loss)] // shares < 2^18: exact in f64
+    // shares < 2^18: exact in f64
     let l = (shares as f64).log2();
     let exponent = (l * l + 125.0 * l) / 612.0 - 7.0 / 34.0;
     let weight = 10f64.powf(exponent).ceil();
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // in [1, 10000] by construction
+    // in [1, 10000] by construction
     let weight = weight as u64;
     weight.clamp(MIN_WEIGHT, MAX_WEIGHT)
 }

@@ -94,7 +94,7 @@ pub struct Comparison {
 }
 
 fn ratio(peer: u64, ours: u64) -> Option<f64> {
-    #[allow(clippy::cast_precision_loss)] // display only
+    // Display only: the precision lost does not matter.
     (ours > 0).then(|| peer as f64 / ours as f64)
 }
 
@@ -128,7 +128,6 @@ pub fn reproduce_command() -> String {
 
 /// Human-readable duration for tables: ns, µs or ms with 1–3 significant decimals.
 pub fn fmt_ns(ns: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
     let f = ns as f64;
     match ns {
         0..1_000 => format!("{ns} ns"),
@@ -216,7 +215,6 @@ const COLORS: [RGBColor; 4] = [
 
 /// Smallest and largest recorded latency of all `series`, in µs (1 ns .. 1 µs when empty).
 fn range_us(series: &[&(&str, &Histogram<u64>)]) -> (f64, f64) {
-    #[allow(clippy::cast_precision_loss)]
     let (lo, hi) = series.iter().fold((f64::MAX, 1e-3f64), |(lo, hi), (_, h)| {
         (lo.min(h.min().max(1) as f64 / 1e3), hi.max(h.max() as f64 / 1e3))
     });
@@ -246,7 +244,6 @@ pub fn plot_percentiles(path: &Path, title: &str, series: &[(&str, &Histogram<u6
             .draw()?;
         for (i, (label, h)) in nonempty.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
-            #[allow(clippy::cast_precision_loss)]
             let points: Vec<(f64, f64)> = (0..=400)
                 .map(|k| {
                     let x = f64::from(k) / 100.0;
@@ -291,9 +288,7 @@ pub fn plot_histogram(path: &Path, title: &str, series: &[(&str, &Histogram<u64>
             let b = (((v.value_iterated_to() as f64 / 1e3) / lo).ln() / step) as usize;
             counts[b.min(BUCKETS - 1)] += v.count_at_value();
         }
-        #[allow(clippy::cast_precision_loss)]
         let total = h.len().max(1) as f64;
-        #[allow(clippy::cast_precision_loss)]
         let pts: Vec<(f64, f64)> = counts
             .iter()
             .enumerate()

@@ -8,7 +8,6 @@ pub mod cgroups;
 pub mod collector;
 pub mod config;
 pub mod kube_source;
-pub mod kubectl;
 pub mod metrics;
 pub mod node;
 pub mod observe;
@@ -17,17 +16,7 @@ pub mod probes;
 pub mod serve;
 pub mod server;
 
-/// `error` and its sources, joined by ": " (what tonic, aya and kube errors need to say why).
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+pub use headroom_client::error_chain;
 
 /// Logs to stderr with `RUST_LOG`-style filtering (default `info`); also forwards the `log`
 /// records aya and aya-log emit.

@@ -1,11 +1,16 @@
-//! The whole node daemon assembled: probes → collector → pipeline → gRPC, with the cgroupfs
-//! resolver and the real cgroup actuator. `headroomd serve` and the standalone shim both start
-//! it through [`start`].
+//! The node daemon assembled, in one place: probes → collector → pipeline → gRPC server (+ health,
+//! reflection; Unix socket, and TCP with mutual TLS when `[server.tcp]` is set) → `/metrics`.
+//!
+//! [`Daemon::start`] takes its parts as [`Components`]: the [`PodResolver`] (cgroup → Pod), the
+//! [`PodSource`] (Pods counted against the node) and the [`ResizeActuator`]; [`start`] assembles
+//! the real ones (probes, collector, cgroupfs resolver, cgroup actuator). `headroomd serve`
+//! ([`crate::serve`], the command line) and the standalone shim both start it through [`start`].
 use std::{path::PathBuf, sync::Arc};
 
 use anyhow::{Context, Result};
 use arc_swap::ArcSwap;
-use headroom_actuator::{Actuator, ActuatorConfig, Roots};
+use headroom_actuator::{Actuator, ActuatorConfig, KubeResources, Roots};
+use headroom_common::CgroupKey;
 use tracing::{info, warn};
 
 use crate::{
@@ -13,10 +18,14 @@ use crate::{
     cgroups::{CgroupHost, CgroupIndex, CgroupfsResolver},
     collector::{Collector, CollectorConfig},
     config::Config,
+    metrics::{self, Metrics},
     observe::ensure_tracefs,
-    pipeline::pods::InMemoryPodSource,
+    pipeline::{
+        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PodEntry, PodResolver, PodSource,
+        SnapshotReader,
+    },
     probes::{ProbeOptions, Probes},
-    serve::{Components, Daemon},
+    server::{self, ResizeActuator, ServerHandle, UnavailableActuator},
 };
 
 /// Whether the probes must load.
@@ -76,10 +85,45 @@ pub struct Node {
 }
 
 impl Node {
+    /// The in-process door for a process that embeds this daemon.
+    pub fn embedded(&self) -> Embedded {
+        Embedded {
+            pod_source: self.pod_source.clone(),
+            actuator: self.actuator.clone(),
+        }
+    }
+
     /// Stops the collector, then the server and the pipeline.
     pub async fn shutdown(self) -> Result<()> {
         drop(self.collector);
         self.daemon.shutdown().await
+    }
+}
+
+/// The one in-process door into a daemon that runs inside another process (the standalone shim,
+/// which plays the API server and the kubelet): which Pods count against the node, and the
+/// container resources each Pod was created with (where `ApplyResize` starts from). Everything
+/// else (headroom, reservations, resizes) goes over gRPC, as for any client.
+#[derive(Clone)]
+pub struct Embedded {
+    pod_source: Arc<InMemoryPodSource>,
+    actuator: Arc<CgroupActuator>,
+}
+
+impl Embedded {
+    /// The Pods counted against the node, replacing the previous set.
+    pub fn set_pods(&self, pods: Vec<PodEntry>) {
+        self.pod_source.set(pods);
+    }
+
+    /// A Pod's containers with the resources they run with now.
+    pub fn pod_created(&self, pod_uid: &str, containers: impl IntoIterator<Item = (String, KubeResources)>) {
+        self.actuator.remember(pod_uid, containers);
+    }
+
+    /// A Pod that is gone: nothing of it is kept.
+    pub fn pod_gone(&self, pod_uid: &str) {
+        self.actuator.forget(pod_uid);
     }
 }
 
@@ -141,4 +185,115 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         probes_missing,
         collector,
     })
+}
+
+/// Checks what can only be checked by reading other files, before anything is started or
+/// written: the TLS files of `[server.tcp]` (each problem names the setting and the file).
+pub fn preflight(config: &Config) -> Result<(), server::TlsError> {
+    if let Some(tcp) = &config.tcp {
+        server::tls::load(tcp)?;
+    }
+    Ok(())
+}
+
+/// Starts the aggregator for `config`.
+pub fn spawn_pipeline(
+    config: &Config,
+    resolver: Arc<dyn PodResolver>,
+    pod_source: Arc<dyn PodSource>,
+) -> std::io::Result<(PipelineHandle, SnapshotReader)> {
+    pipeline::spawn(config.pipeline.clone(), resolver, pod_source)
+}
+
+/// A resolver that knows no cgroup (harnesses that feed the pipeline cgroups nobody owns).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoResolver;
+
+impl PodResolver for NoResolver {
+    fn resolve(&self, _key: &CgroupKey) -> Option<CgroupOwner> {
+        None
+    }
+}
+
+/// What the daemon is made of besides the config.
+pub struct Components {
+    /// cgroup → Pod.
+    pub resolver: Arc<dyn PodResolver>,
+    /// Pods counted against the node.
+    pub pod_source: Arc<dyn PodSource>,
+    /// Applies resizes.
+    pub actuator: Arc<dyn ResizeActuator>,
+}
+
+impl Default for Components {
+    /// Standalone with nothing plugged in: no resolver, an empty in-memory Pod set, no actuator.
+    fn default() -> Self {
+        Self {
+            resolver: Arc::new(NoResolver),
+            pod_source: Arc::new(InMemoryPodSource::default()),
+            actuator: Arc::new(UnavailableActuator),
+        }
+    }
+}
+
+/// A running daemon (inside a Tokio runtime).
+pub struct Daemon {
+    /// The pipeline (feed it through `pipeline.sender()`).
+    pub pipeline: PipelineHandle,
+    /// Snapshot reader.
+    pub reader: SnapshotReader,
+    /// The gRPC server.
+    pub server: ServerHandle,
+    /// The `/metrics` task and its bound address.
+    pub metrics: Option<(std::net::SocketAddr, tokio::task::JoinHandle<()>)>,
+}
+
+impl Daemon {
+    /// Starts pipeline, gRPC server and `/metrics`.
+    pub async fn start(config: &Config, components: Components) -> anyhow::Result<Daemon> {
+        preflight(config)?;
+        let (pipeline, reader) = spawn_pipeline(config, components.resolver, components.pod_source)
+            .context("start the pipeline aggregator")?;
+        let server = server::serve(
+            &config.server,
+            config.tcp.as_ref(),
+            reader.clone(),
+            pipeline.ledger(),
+            components.actuator,
+        )
+        .await
+        .context("start the gRPC server")?;
+        let metrics = match config.metrics_listen {
+            None => None,
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("bind /metrics on {addr}"))?;
+                let bound = listener.local_addr()?;
+                let task = tokio::spawn(metrics::serve(listener, Arc::new(Metrics::new(reader.clone()))));
+                Some((bound, task))
+            }
+        };
+        Ok(Daemon {
+            pipeline,
+            reader,
+            server,
+            metrics,
+        })
+    }
+
+    /// Stops everything.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        if let Some((_, task)) = self.metrics {
+            task.abort();
+        }
+        // The pipeline stops concurrently with the server: its end closes the snapshot
+        // channel, which ends every WatchHeadroom stream, so the server's graceful shutdown
+        // does not wait on subscribers that would never leave by themselves.
+        let pipeline = self.pipeline;
+        let stopping = tokio::task::spawn_blocking(move || pipeline.shutdown());
+        let result = self.server.shutdown().await;
+        stopping.await?;
+        result
+    }
 }

@@ -1,24 +1,15 @@
-//! `headroomd serve`: config → pipeline → gRPC server (+ health, reflection; Unix socket, and TCP
-//! with mutual TLS when `[server.tcp]` is set) → `/metrics`.
-//!
-//! [`Daemon::start`] takes its parts as [`Components`]: the [`PodResolver`] (cgroup → Pod), the
-//! [`PodSource`] (Pods counted against the node) and the [`ResizeActuator`]; [`crate::node`]
-//! assembles the real ones (probes, collector, cgroupfs resolver, cgroup actuator).
+//! `headroomd serve`, the command line: flags and file into a [`Config`], then the node daemon
+//! that [`crate::node`] assembles, until SIGINT or SIGTERM.
 
-use std::{path::PathBuf, sync::Arc};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
-use headroom_common::CgroupKey;
 use headroom_node_model::{parse_cpu_millis, parse_memory_bytes};
 
 use crate::{
     config::{self, Config, ConfigError, ConfigIssue},
     kube_source::{self, KubeSourceError, PodsFrom},
-    metrics::{self, Metrics},
-    pipeline::{
-        self, CgroupOwner, InMemoryPodSource, PipelineHandle, PodResolver, PodSource, SnapshotReader,
-    },
-    server::{self, ResizeActuator, ServerHandle, UnavailableActuator},
+    node::{self, NodeOptions, ProbeMode, preflight},
 };
 
 /// Flags of `headroomd serve`. Flags override the file.
@@ -46,8 +37,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub check_config: bool,
     /// Whether the eBPF probes must load.
-    #[arg(long, value_enum, default_value_t = crate::node::ProbeMode::IfAvailable)]
-    pub probes: crate::node::ProbeMode,
+    #[arg(long, value_enum, default_value_t = ProbeMode::IfAvailable)]
+    pub probes: ProbeMode,
     /// Directory of the actuator's intent records (crash recovery).
     #[arg(long, value_name = "DIR", default_value = "/run/headroom/intents")]
     pub intent_dir: PathBuf,
@@ -130,117 +121,6 @@ pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     }
 }
 
-/// Checks what can only be checked by reading other files, before anything is started or
-/// written: the TLS files of `[server.tcp]` (each problem names the setting and the file).
-pub fn preflight(config: &Config) -> Result<(), server::TlsError> {
-    if let Some(tcp) = &config.tcp {
-        server::tls::load(tcp)?;
-    }
-    Ok(())
-}
-
-/// Starts the aggregator for `config`.
-pub fn spawn_pipeline(
-    config: &Config,
-    resolver: Arc<dyn PodResolver>,
-    pod_source: Arc<dyn PodSource>,
-) -> std::io::Result<(PipelineHandle, SnapshotReader)> {
-    pipeline::spawn(config.pipeline.clone(), resolver, pod_source)
-}
-
-/// A resolver that knows no cgroup (until the lead's cgroupfs resolver is plugged in).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoResolver;
-
-impl PodResolver for NoResolver {
-    fn resolve(&self, _key: &CgroupKey) -> Option<CgroupOwner> {
-        None
-    }
-}
-
-/// What the daemon is made of besides the config.
-pub struct Components {
-    /// cgroup → Pod.
-    pub resolver: Arc<dyn PodResolver>,
-    /// Pods counted against the node.
-    pub pod_source: Arc<dyn PodSource>,
-    /// Applies resizes.
-    pub actuator: Arc<dyn ResizeActuator>,
-}
-
-impl Default for Components {
-    /// Standalone with nothing plugged in: no resolver, an empty in-memory Pod set, no actuator.
-    fn default() -> Self {
-        Self {
-            resolver: Arc::new(NoResolver),
-            pod_source: Arc::new(InMemoryPodSource::default()),
-            actuator: Arc::new(UnavailableActuator),
-        }
-    }
-}
-
-/// A running daemon (inside a Tokio runtime).
-pub struct Daemon {
-    /// The pipeline (feed it through `pipeline.sender()`).
-    pub pipeline: PipelineHandle,
-    /// Snapshot reader.
-    pub reader: SnapshotReader,
-    /// The gRPC server.
-    pub server: ServerHandle,
-    /// The `/metrics` task and its bound address.
-    pub metrics: Option<(std::net::SocketAddr, tokio::task::JoinHandle<()>)>,
-}
-
-impl Daemon {
-    /// Starts pipeline, gRPC server and `/metrics`.
-    pub async fn start(config: &Config, components: Components) -> anyhow::Result<Daemon> {
-        preflight(config)?;
-        let (pipeline, reader) = spawn_pipeline(config, components.resolver, components.pod_source)
-            .context("start the pipeline aggregator")?;
-        let server = server::serve(
-            &config.server,
-            config.tcp.as_ref(),
-            reader.clone(),
-            pipeline.ledger(),
-            components.actuator,
-        )
-        .await
-        .context("start the gRPC server")?;
-        let metrics = match config.metrics_listen {
-            None => None,
-            Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("bind /metrics on {addr}"))?;
-                let bound = listener.local_addr()?;
-                let task = tokio::spawn(metrics::serve(listener, Arc::new(Metrics::new(reader.clone()))));
-                Some((bound, task))
-            }
-        };
-        Ok(Daemon {
-            pipeline,
-            reader,
-            server,
-            metrics,
-        })
-    }
-
-    /// Stops everything.
-    pub async fn shutdown(self) -> anyhow::Result<()> {
-        if let Some((_, task)) = self.metrics {
-            task.abort();
-        }
-        // The pipeline stops concurrently with the server: its end closes the snapshot
-        // channel, which ends every WatchHeadroom stream, so the server's graceful shutdown
-        // does not wait on subscribers that would never leave by themselves.
-        let pipeline = self.pipeline;
-        let stopping = tokio::task::spawn_blocking(move || pipeline.shutdown());
-        let result = self.server.shutdown().await;
-        stopping.await?;
-        result
-    }
-}
-
 /// `headroomd serve`: probes, collector, resolver and actuator ([`crate::node`]).
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let config = resolve_config(args).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -273,13 +153,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                     .context("--pods-from kube")?,
             ),
         };
-        let mut options = crate::node::NodeOptions::new(config);
+        let mut options = NodeOptions::new(config);
         options.probes = args.probes;
         options.intent_dir = args.intent_dir.clone();
         if kube_client.is_some() {
             kube_source::prime(&options.pod_source);
         }
-        let mut node = crate::node::start(options).await?;
+        let mut node = node::start(options).await?;
         let kube_source = match (kube_client, &kube_node) {
             (Some(client), Some(name)) => {
                 tracing::info!(node = %name, "watching this node's Node and Pods on the API server");

@@ -5,7 +5,7 @@
 mod api_common;
 mod tls_support;
 
-use headroomd::error_chain as chain;
+use headroom_client::error_chain;
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use api_common::{TestDaemon, start_with};
@@ -14,7 +14,7 @@ use headroomd::server::{self, AccessPolicy, ServerError, TcpConfig, TlsError};
 use tls_support::{Ca, Pem, server_files};
 use tonic::{
     Code,
-    transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity},
+    transport::{Certificate, Channel, ClientTlsConfig, Identity},
 };
 
 const SHIM_ID: &str = "spiffe://cluster.local/ns/headroom-system/sa/headroom";
@@ -47,18 +47,11 @@ fn client_tls(server_ca: &Ca, identity: Option<&Pem>) -> ClientTlsConfig {
 
 /// A channel to `addr`: TLS when `tls` is given, plaintext HTTP/2 otherwise.
 async fn channel(addr: SocketAddr, tls: Option<ClientTlsConfig>) -> Result<Channel, String> {
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(5));
-    if let Some(tls) = tls {
-        endpoint = endpoint.tls_config(tls).unwrap();
-    }
-    tokio::time::timeout(Duration::from_secs(10), endpoint.connect())
+    let connect = headroom_client::connect_tcp(addr, tls, Duration::from_secs(5));
+    tokio::time::timeout(Duration::from_secs(10), connect)
         .await
         .map_err(|_| "connect timed out".to_string())?
-        .map_err(|e| format!("connect: {}", chain(&e)))
+        .map_err(|e| format!("connect: {}", error_chain(&e)))
 }
 
 /// `GetHeadroom` over TCP: the snapshot, or why not.
@@ -151,7 +144,7 @@ async fn ca_signed_client_reads_over_tcp_and_the_socket_still_serves() {
         std::fs::metadata(&d.socket).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let mut uds = server::client::headroom_client(&d.socket).await.unwrap();
+    let mut uds = headroom_client::headroom_client(&d.socket).await.unwrap();
     uds.get_headroom(pb::GetHeadroomRequest::default()).await.unwrap();
 }
 
@@ -327,7 +320,7 @@ async fn daemon_start_serves_tcp_when_configured() {
     config.server.socket_path = dir.path().join("run/headroomd.sock");
     config.metrics_listen = None;
     config.tcp = Some(server_files(dir.path(), &ca));
-    let daemon = headroomd::serve::Daemon::start(&config, headroomd::serve::Components::default())
+    let daemon = headroomd::node::Daemon::start(&config, headroomd::node::Components::default())
         .await
         .unwrap();
     let addr = daemon.server.tcp_addr().unwrap();
@@ -469,7 +462,7 @@ async fn bad_tls_files_are_one_clear_error_naming_the_file() {
                 allocatable: headroom_node_model::Resources::new(1000, 1 << 30),
                 ..Default::default()
             },
-            Arc::new(headroomd::serve::NoResolver),
+            Arc::new(headroomd::node::NoResolver),
             Arc::new(headroomd::pipeline::InMemoryPodSource::default()),
         )
         .unwrap();
@@ -517,7 +510,7 @@ async fn bad_tls_files_are_one_clear_error_naming_the_file() {
             ..Default::default()
         };
         assert_eq!(
-            headroomd::serve::preflight(&config).unwrap_err().to_string(),
+            headroomd::node::preflight(&config).unwrap_err().to_string(),
             text,
             "{label}"
         );

@@ -10,11 +10,11 @@ use std::{
 
 use api_common::{TestDaemon, cpu_files, start};
 use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
-use headroomd::server::{AccessPolicy, client};
+use headroomd::server::AccessPolicy;
 use tonic::{Code, transport::Channel};
 
 async fn client(d: &TestDaemon) -> HeadroomClient<Channel> {
-    client::headroom_client(&d.socket).await.unwrap()
+    headroom_client::headroom_client(&d.socket).await.unwrap()
 }
 
 fn reserve(id: &str, pod: &str, cpu_millis: i64) -> pb::ReserveRequest {
@@ -472,7 +472,7 @@ async fn oversized_and_malformed_requests_are_refused_and_serving_goes_on() {
         #[prost(bytes = "vec", tag = "1")]
         id: Vec<u8>,
     }
-    let channel = client::connect_uds(&d.socket).await.unwrap();
+    let channel = headroom_client::connect_uds(&d.socket).await.unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.unwrap();
     let path = tonic::codegen::http::uri::PathAndQuery::from_static("/headroom.v1.Headroom/Reserve");
@@ -496,7 +496,7 @@ async fn oversized_and_malformed_requests_are_refused_and_serving_goes_on() {
 #[tokio::test]
 async fn health_and_reflection() {
     let d = start(AccessPolicy::default()).await;
-    let channel = client::connect_uds(&d.socket).await.unwrap();
+    let channel = headroom_client::connect_uds(&d.socket).await.unwrap();
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
     let r = health
         .check(tonic_health::pb::HealthCheckRequest {

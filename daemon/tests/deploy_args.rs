@@ -60,47 +60,6 @@ fn a_misspelt_flag_is_refused() {
     assert!(!output.status.success());
 }
 
-/// The DaemonSet's liveness and readiness probe: `headroomctl health` against `headroomd serve`.
-#[test]
-fn headroomctl_health_probe_follows_the_daemon() {
-    let headroomctl = env!("CARGO_BIN_EXE_headroomctl");
-    let tmp = tempfile::tempdir().unwrap();
-    let socket = tmp.path().join("headroomd.sock");
-    let health = || {
-        Command::new(headroomctl)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("health")
-            .output()
-            .unwrap()
-    };
-    assert!(!health().status.success(), "no daemon: the probe fails");
-
-    let mut daemon = Command::new(HEADROOMD)
-        .args(["serve", "--probes", "off", "--metrics-listen", ""])
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--intent-dir")
-        .arg(tmp.path().join("intents"))
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let mut last = health();
-    while !last.status.success() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        last = health();
-    }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    assert!(
-        last.status.success(),
-        "probe failed: {}",
-        String::from_utf8_lossy(&last.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&last.stdout).trim(), "SERVING");
-}
-
 /// `--pods-from kube` needs the Node's name: `--kube-node`, else `NODE_NAME`; without either,
 /// the configuration is refused before anything starts.
 #[test]

@@ -13,7 +13,6 @@ use std::{
 };
 
 use headroom_proto::v1 as pb;
-use headroomd::server::client;
 
 const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
 
@@ -62,7 +61,7 @@ async fn without_probes_the_daemon_serves_and_says_why() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let served = async {
-        let mut c = client::headroom_client(&socket).await?;
+        let mut c = headroom_client::headroom_client(&socket).await?;
         c.get_headroom(pb::GetHeadroomRequest::default())
             .await
             .map(tonic::Response::into_inner)

@@ -19,7 +19,7 @@ use std::{
 
 use api_common::{TestDaemon, start};
 use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
-use headroomd::server::{AccessPolicy, client};
+use headroomd::server::AccessPolicy;
 use prost::bytes::{Buf as _, BufMut as _};
 use tonic::{
     Code, Status,
@@ -41,7 +41,7 @@ async fn writer_daemon() -> TestDaemon {
 }
 
 async fn client(d: &TestDaemon) -> HeadroomClient<Channel> {
-    client::headroom_client(&d.socket).await.unwrap()
+    headroom_client::headroom_client(&d.socket).await.unwrap()
 }
 
 /// Still serving, and no reservation was left behind by refused requests.
@@ -384,7 +384,7 @@ impl Lcg {
 #[tokio::test]
 async fn malformed_protobuf_is_refused_by_every_method() {
     let d = writer_daemon().await;
-    let channel = client::connect_uds(&d.socket).await.unwrap();
+    let channel = headroom_client::connect_uds(&d.socket).await.unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     let malformed: Vec<Vec<u8>> = vec![
         vec![0x0a, 0xff],                         // length varint cut short
@@ -432,7 +432,7 @@ async fn malformed_protobuf_is_refused_by_every_method() {
 #[tokio::test]
 async fn requests_just_over_the_size_limit_are_refused_before_decoding() {
     let d = writer_daemon().await;
-    let channel = client::connect_uds(&d.socket).await.unwrap();
+    let channel = headroom_client::connect_uds(&d.socket).await.unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     // A ReserveRequest whose id is a 64 KiB string: over the limit by the field's header.
     let at_limit = {
@@ -549,7 +549,9 @@ async fn child_as_nobody() {
         return;
     };
     assert_eq!(my_uid(), 65534, "the child runs as nobody");
-    let mut c = client::headroom_client(Path::new(&socket)).await.unwrap();
+    let mut c = headroom_client::headroom_client(Path::new(&socket))
+        .await
+        .unwrap();
     let e = c
         .reserve(pb::ReserveRequest {
             reservation_id: "from-nobody".into(),

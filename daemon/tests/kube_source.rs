@@ -285,7 +285,7 @@ async fn mock_apiserver_node_and_pods_become_allocatable_and_allocated() {
     .await
     .unwrap();
     let source = kube_source::spawn(client, NODE, sink);
-    let mut c: HeadroomClient<_> = server::client::headroom_client(&socket).await.unwrap();
+    let mut c: HeadroomClient<_> = headroom_client::headroom_client(&socket).await.unwrap();
 
     // Allocatable from status.allocatable; allocated = web 750m + the resizer at its desired 2
     // CPUs (a Deferred resize counts as the scheduler counts it); the Succeeded job not at all.

@@ -11,8 +11,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use headroom_client::headroom_client;
 use headroom_proto::v1::{GetHeadroomRequest, WatchHeadroomRequest};
-use headroomd::server::client::headroom_client;
 use support::{TestCgroup, skip_reason, spawn_in, stop};
 
 const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");

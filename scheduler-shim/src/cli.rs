@@ -1,5 +1,10 @@
 //! `headroom-shim` command line.
 
+#[cfg(feature = "standalone")]
+mod standalone;
+// Without the backend the subcommands stay (the same command line), and say how to get it.
+#[cfg(not(feature = "standalone"))]
+#[path = "cli/no_standalone.rs"]
 mod standalone;
 
 use std::io::Write;

@@ -6,13 +6,18 @@
 //!   input (used by `headroom-shim plan`).
 //! - `cli` (in the binary): the command line; `main.rs` only calls it.
 //! - [`explain`]: a decision in sentences.
+//! - [`preempt`]: the preemption protocol both backends run (decide → reserve → re-plan → evict →
+//!   follow).
 //!
-//! Backends: [`standalone`] (this machine is the node; the default) and [`kube`].
+//! Backends: `standalone` (this machine is the node; headroomd in-process, behind the feature
+//! `standalone`) and [`kube`].
 
 pub mod cluster_file;
 pub mod decide;
 pub mod explain;
 pub mod kube;
+pub mod preempt;
+#[cfg(feature = "standalone")]
 pub mod standalone;
 
 pub use decide::{

@@ -9,7 +9,7 @@
 //! the effects and that each request is an entry of `rbac::API_CALLS`.
 //!
 //! headroomd, on the other hand, is real in the `mock_apiserver_real_headroomd_*` tests: its
-//! pipeline and gRPC server run in-process on a temporary Unix socket (`headroomd::serve::Daemon`),
+//! pipeline and gRPC server run in-process on a temporary Unix socket (`headroomd::node::Daemon`),
 //! set up as `headroomd serve` is on a cluster node (Pods known from their cgroups, none counted
 //! from a Pod source), with a stand-in for its collector feeding cgroup readings every 50 ms.
 #![allow(clippy::unwrap_used)]
@@ -31,11 +31,11 @@ use headroom_shim::kube::reservations::{BoxFuture, Reserve};
 use headroom_shim::kube::{
     Backend, KubeConfig, LocalLedger, Metrics, NodeLedger, PreemptionMode, ReservationError, Reservations,
 };
+use headroomd::node::{Components, Daemon};
 use headroomd::pipeline::{
     CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, PipelineConfig, PipelineHandle, PipelineInput,
     PodRef, SnapshotReader, StaticPodResolver,
 };
-use headroomd::serve::{Components, Daemon};
 use headroomd::server::{AccessPolicy, ServerHandle, UnavailableActuator};
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -630,7 +630,7 @@ impl TestHeadroomd {
 }
 
 async fn get_headroom(socket: &std::path::Path) -> pb::HeadroomSnapshot {
-    let mut client = headroomd::server::client::headroom_client(socket).await.unwrap();
+    let mut client = headroom_client::headroom_client(socket).await.unwrap();
     client
         .get_headroom(pb::GetHeadroomRequest { include_pods: false })
         .await
@@ -1381,4 +1381,119 @@ async fn mock_apiserver_real_headroomd_replans_when_a_higher_priority_resize_arr
     watchers.abort_all();
     server.abort();
     headroomd.shutdown().await;
+}
+
+// === The Kubernetes backend and `headroom-shim plan` agree ===
+
+/// high-priority-pod (4 CPU admitted) with a Deferred resize to `cpu`.
+fn high_deferred_to(cpu: &str) -> Value {
+    let mut pod = high_deferred();
+    pod["spec"]["containers"][0]["resources"] =
+        json!({"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"cpu": cpu, "memory": "1Gi"}});
+    pod
+}
+
+/// A second low-priority Pod, 1 CPU.
+fn batch() -> Value {
+    pod(
+        "batch-pod",
+        "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+        "1000",
+        "low-priority",
+        1000,
+        "1",
+        "1",
+        ready_conditions(),
+    )
+}
+
+/// What `headroom-shim plan --resize default/high-priority-pod` decides on the objects the mock
+/// API server lists: (outcome, victims).
+fn plan_on(pods: &[Value]) -> (headroom_shim::Outcome, Vec<String>) {
+    let items = |v: Value| -> Vec<Value> { v["items"].as_array().unwrap().clone() };
+    let cluster = headroom_shim::cluster_file::ClusterFile {
+        nodes: vec![serde_json::from_value(node()).unwrap()],
+        priority_classes: items(priority_classes())
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap())
+            .collect(),
+        pods: pods
+            .iter()
+            .map(|v| serde_json::from_value(v.clone()).unwrap())
+            .collect(),
+        pdbs: items(pdbs())
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap())
+            .collect(),
+    };
+    let spec = headroom_shim::cluster_file::ResizeSpec {
+        namespace: "default".into(),
+        name: "high-priority-pod".into(),
+        ..Default::default()
+    };
+    let (state, request) = headroom_shim::cluster_file::node_state_for(&cluster, &spec).unwrap();
+    let decision = headroom_shim::decide(&state, &request).unwrap();
+    let victims = decision
+        .victims
+        .iter()
+        .map(|v| format!("{}/{}", v.namespace, v.name))
+        .collect();
+    (decision.outcome, victims)
+}
+
+#[tokio::test]
+async fn mock_apiserver_backend_preempts_the_victims_plan_names() {
+    // (pods, the outcome and victims both must give)
+    let scenarios: Vec<(Vec<Value>, headroom_shim::Outcome, Vec<&str>)> = vec![
+        // The seed: 3 + 4 on 8 CPU, high-priority-pod to 6.
+        (
+            vec![low(), high_deferred_to("6")],
+            headroom_shim::Outcome::Preempt,
+            vec!["default/low-priority-pod"],
+        ),
+        // Two candidates: evicting low-priority-pod alone makes room for 7; batch-pod stays.
+        (
+            vec![low(), batch(), high_deferred_to("7")],
+            headroom_shim::Outcome::Preempt,
+            vec!["default/low-priority-pod"],
+        ),
+        // critical-pod (higher priority) holds 1 CPU: even without low-priority-pod, 8 does not
+        // fit. Nobody is evicted.
+        (
+            vec![low(), critical(false), high_deferred_to("8")],
+            headroom_shim::Outcome::Deferred,
+            vec![],
+        ),
+    ];
+    for (pods, outcome, victims) in scenarios {
+        let planned = plan_on(&pods);
+        assert_eq!(
+            planned,
+            (outcome, victims.iter().map(|v| v.to_string()).collect())
+        );
+
+        let (client, state, server) = setup();
+        set_pods(&state, pods);
+        let metrics = Arc::new(Metrics::default());
+        let (stores, mut watchers) =
+            headroom_shim::kube::watch::start(&client, NODE, metrics.clone()).unwrap();
+        stores.wait_until_ready().await.unwrap();
+        let mut backend = Backend::new(
+            client,
+            KubeConfig::new(NODE),
+            stores,
+            NodeLedger::local(),
+            metrics,
+        );
+        let report = backend.reconcile().await.unwrap();
+        assert_eq!(
+            report.decisions,
+            [("default/high-priority-pod".to_string(), outcome)],
+            "{report:?}"
+        );
+        assert_eq!(report.preempted, victims, "{report:?}");
+        backend.shutdown().await;
+        watchers.abort_all();
+        server.abort();
+    }
 }

@@ -3,7 +3,7 @@
 //! their order, types and messages, the allocated cpu, the cgroup files and the cleanup asserted.
 //!
 //! Privileged (creates cgroups): skipped without root unless `HEADROOM_REQUIRE_PRIVILEGED=1`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::process::Command;

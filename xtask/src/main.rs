@@ -3,6 +3,7 @@
 //! Every step is idempotent and prints one progress line (`xtask: …`), so a second run on a
 //! set-up machine is fast and says what it skipped.
 mod fuzz;
+mod lint;
 mod setup;
 mod vm;
 
@@ -141,6 +142,8 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
             root,
             &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         )?;
+        lint::kubernetes_shim(root)?;
+        lint::other_workspaces(root)?;
     }
     let mut test = Command::new("cargo");
     test.current_dir(root)

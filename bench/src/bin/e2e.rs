@@ -862,7 +862,7 @@ fn report(
         .map(|h| h.value_at_quantile(0.5));
     let (t3, j3) = {
         let runc = peers.as_ref().map(|p| p.update.value_at_quantile(0.5));
-        #[allow(clippy::cast_precision_loss)] // display only
+        // Display only: the precision lost does not matter.
         let ratio = match (actuation_p50, runc) {
             (Some(a), Some(r)) if a > 0 => Some(r as f64 / a as f64),
             _ => None,

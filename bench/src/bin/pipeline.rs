@@ -47,18 +47,19 @@ use headroom_bench::{
     BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
     print_comparison, write_json,
 };
+use headroom_client::headroom_client;
 use headroom_common::{CgroupKey, CgroupStats};
 use headroom_node_model::Resources;
 use headroom_proto::v1::WatchHeadroomRequest;
 use headroomd::{
     config::Config,
+    node::{Components, Daemon},
     pipeline::{
         self, CgroupFiles, CgroupOwner, CgroupSample, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig,
         PipelineInput, PipelineSender, PodEntry, PodRef, ProbeCounters, PsiLine, PsiReading, SnapshotReader,
         StaticPodResolver,
     },
-    serve::{Components, Daemon},
-    server::{UnavailableActuator, client::headroom_client},
+    server::UnavailableActuator,
 };
 use serde_json::json;
 
@@ -111,7 +112,6 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-#[allow(clippy::cast_precision_loss)]
 fn per_second(count: u64, d: Duration) -> f64 {
     count as f64 / d.as_secs_f64().max(1e-9)
 }
@@ -450,7 +450,6 @@ fn baseline_consume(
         {
             let dt = dt.as_secs_f64();
             let d = |i: usize| cur[i].checked_sub(prev[i]);
-            #[allow(clippy::cast_precision_loss)]
             {
                 if let Some(x) = d(0) {
                     state.rates[0] = Some((x as f64 / dt, at_wall));
@@ -792,7 +791,6 @@ fn freshness(samples: usize) -> Result<Freshness> {
                     .node_pressure
                     .and_then(|p| p.probe_throttle_episodes_per_second)
                     .map_or(0.0, |f| f.value);
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 let marker = value.round() as u64;
                 if marker > last {
                     last = marker;
@@ -880,7 +878,6 @@ fn rss_self() -> Result<(u64, u64)> {
 
 /// Files a collector cycle reads for each cgroup.
 fn files_cycle(keys: &[CgroupKey], at: Instant, cycle: u64) -> impl Iterator<Item = PipelineInput> + '_ {
-    #[allow(clippy::cast_precision_loss)]
     let psi = |c: u64| PsiReading {
         some: PsiLine {
             avg10: 1.0,
@@ -1112,7 +1109,6 @@ fn run_json(r: &Run) -> serde_json::Value {
     })
 }
 
-#[allow(clippy::too_many_lines)]
 fn main() -> Result<()> {
     let args = Args::parse();
     if args.rss_child {
@@ -1221,7 +1217,6 @@ fn main() -> Result<()> {
          the rest of headroom's design {design_gain:.2}x (ours / + batching + compaction)"
     );
     for (label, b) in [("headroom", &ours_burst), ("baseline", &base_burst)] {
-        #[allow(clippy::cast_precision_loss)]
         let pct = 100.0 * b.dropped as f64 / b.offered.max(1) as f64;
         println!(
             "burst without flow control, {label}: offered {} records, accepted {}, DROPPED {} ({pct:.1}%), {} accepted end to end",
@@ -1293,7 +1288,6 @@ fn main() -> Result<()> {
     ];
     let rss_json = match rss {
         Ok(fig) => {
-            #[allow(clippy::cast_precision_loss)]
             let mib = |k: &str| fig[k].as_u64().unwrap_or(0) as f64 / MIB as f64;
             notes.push(format!(
                 "resident memory, 250 Pods ({} cgroups) fed through pipeline + gRPC server, one subscriber: \

@@ -116,7 +116,6 @@ fn text(v: &Value) -> String {
 }
 
 fn spread(label: &str, min: u64, max: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
     let factor = max as f64 / min.max(1) as f64;
     format!(
         "{label}: min {} – max {} ({factor:.1}x)",

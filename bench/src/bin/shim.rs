@@ -68,7 +68,7 @@ impl Rng {
         lo + i64::try_from(self.next() % span).unwrap_or(0)
     }
     fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        #[allow(clippy::cast_possible_truncation)] // modulo a slice length
+        // modulo a slice length
         xs[(self.next() % xs.len() as u64) as usize]
     }
 }
@@ -310,7 +310,6 @@ struct Stream {
 }
 
 impl Stream {
-    #[allow(clippy::cast_precision_loss)]
     fn per_second(&self) -> f64 {
         self.decisions as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
@@ -342,7 +341,6 @@ fn main() -> Result<()> {
         .collect();
     let stream: Vec<(usize, usize, ResizeRequest)> = (0..n_stream.max(n_peer))
         .map(|_| {
-            #[allow(clippy::cast_possible_truncation)]
             let home = (rng.next() % n_nodes as u64) as usize;
             let (pod, r) = resize(&nodes[home], &mut rng);
             (home, pod, r)

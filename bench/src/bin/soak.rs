@@ -345,7 +345,7 @@ async fn subscriber(
         0 => Some(Duration::from_millis(500)),
         _ => None,
     };
-    let mut client = match headroomd::server::client::headroom_client(&socket).await {
+    let mut client = match headroom_client::headroom_client(&socket).await {
         Ok(c) => c,
         Err(e) => {
             result.error = Some(format!("connect: {e}"));
@@ -400,7 +400,7 @@ async fn wait_for_socket(path: &Path, started: &mut Started, timeout: Duration) 
             bail!("the node exited during start-up: {status}");
         }
         if path.exists()
-            && let Ok(ch) = headroomd::server::client::connect_uds(path).await
+            && let Ok(ch) = headroom_client::connect_uds(path).await
         {
             return Ok(ch);
         }
@@ -417,7 +417,6 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-#[allow(clippy::too_many_lines)]
 async fn soak(args: &Args) -> Result<bool> {
     let duration = Duration::from_secs_f64(match (args.minutes, args.seconds) {
         (_, Some(s)) => s,
@@ -448,7 +447,7 @@ async fn soak(args: &Args) -> Result<bool> {
     };
     anyhow::ensure!(
         shim_bin.exists(),
-        "{} not found (build it: cargo build --release -p headroom-shim)",
+        "{} not found (build it: cargo build --release -p headroom-shim --features standalone)",
         shim_bin.display()
     );
     let cgroup_root = format!("headroom-soak-{}", std::process::id());
@@ -489,7 +488,7 @@ async fn soak(args: &Args) -> Result<bool> {
         Err(e) => bail!("{e:#}\n--- node log ---\n{}", tail(&log_path, 30)),
     };
     let mut control = StandaloneClient::new(channel);
-    let mut headroom = headroomd::server::client::headroom_client(&headroomd_sock).await?;
+    let mut headroom = headroom_client::headroom_client(&headroomd_sock).await?;
     println!(
         "{NAME}: node pid {node_pid} up (cgroup root {cgroup_root}, probes required); running {:.1} min",
         duration.as_secs_f64() / 60.0
@@ -682,7 +681,6 @@ async fn soak(args: &Args) -> Result<bool> {
         .map(|s| s.1)
         .max()
         .unwrap_or(end_rss);
-    #[allow(clippy::cast_precision_loss)]
     let growth = if baseline == 0 {
         0.0
     } else {
@@ -791,7 +789,6 @@ async fn soak(args: &Args) -> Result<bool> {
     let iv = interval.as_secs_f64();
     let mut window_rows = Vec::new();
     for (i, h) in windows.iter().enumerate() {
-        #[allow(clippy::cast_precision_loss)]
         let (from, to) = (i as f64 * iv, (i + 1) as f64 * iv);
         let rss_at = samples
             .iter()

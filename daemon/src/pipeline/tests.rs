@@ -436,7 +436,6 @@ fn mixed_stream(pod_key: CgroupKey, app_key: CgroupKey, t0: Instant) -> Vec<Pipe
         let c = if i < 30 { i } else { i - 30 };
         stats.throttle_episodes = c * c;
         stats.throttled_ns = c * 3_000_000;
-        #[allow(clippy::cast_possible_truncation)]
         let bucket = (c % 32) as usize;
         stats.runq_hist[bucket] = c;
         stats.runq_count = c * 7;

@@ -5,7 +5,6 @@
 
 pub mod access;
 pub mod actuator;
-pub mod client;
 pub mod convert;
 pub mod service;
 pub mod tls;

@@ -19,7 +19,7 @@ use headroom_node_model::{QosClass, ResourceName, Resources};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use order::{decide_all, kubelet_retry_order};
+pub use order::{ServedResize, decide_all, kubelet_retry_order};
 pub use select::{SelectedVictims, more_important_first, select_victims_on_node};
 
 /// `preemptionPolicy` of a Pod (from its spec or its PriorityClass).

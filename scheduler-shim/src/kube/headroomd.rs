@@ -1,157 +1,35 @@
 //! headroomd, over its Unix socket, for the Kubernetes backend: its reservation ledger
 //! ([`HeadroomdLedger`]: `Reserve`, `Release`) and its live headroom ([`LiveHeadroom`]: a
 //! `WatchHeadroom` subscription that keeps the newest snapshot, and `GetHeadroom` to refresh one
-//! that is too old). The connection is `headroomd::server::client::connect_uds`, as headroomctl and
-//! the standalone backend make it.
+//! that is too old). The calls go through [`headroom_client::Headroomd`], as headroomctl's and the
+//! standalone backend's do.
 //!
 //! Freshness: a snapshot's age is `now − generated_at`, the time headroomd built it. On a node
 //! headroomd's collector feeds the pipeline every 100 ms, so a live headroomd publishes a new
 //! snapshot at least that often; an old `generated_at` means a stalled pipeline or a headroomd that
 //! is gone, and nobody is evicted on it.
 
-use headroomd::error_chain;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use headroom_node_model::Resources;
-use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
+use headroom_proto::v1 as pb;
 use thiserror::Error;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tonic::transport::Channel;
 use tracing::Instrument as _;
+
+pub use headroom_client::{Headroomd, HeadroomdError, RPC_TIMEOUT};
 
 use super::Metrics;
 use super::reservations::{BoxFuture, ReservationError, Reservations, Reserve};
 use crate::decide::PodInput;
 
-/// The longest any one call to headroomd may take (connecting included).
-pub const RPC_TIMEOUT: Duration = Duration::from_secs(2);
 /// `WatchHeadroom`'s `min_interval_ms`: at most ten snapshots a second reach the shim.
 pub const WATCH_MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// Reconnect backoff of the `WatchHeadroom` subscription: doubles from the first to the last.
 pub const WATCH_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
-
-/// A call to headroomd that did not succeed.
-#[derive(Clone, Debug, Error)]
-pub enum HeadroomdError {
-    #[error("cannot connect to headroomd at {socket}: {message}")]
-    Connect { socket: PathBuf, message: String },
-    #[error("{rpc}: no answer from headroomd within {timeout:?}")]
-    Timeout { rpc: &'static str, timeout: Duration },
-    #[error("{rpc}: {code:?}: {message}")]
-    Status {
-        rpc: &'static str,
-        code: tonic::Code,
-        message: String,
-    },
-}
-
-impl HeadroomdError {
-    fn status(rpc: &'static str, status: &tonic::Status) -> Self {
-        HeadroomdError::Status {
-            rpc,
-            code: status.code(),
-            message: status.message().to_string(),
-        }
-    }
-
-    /// headroomd could not be asked (as opposed to: it answered no).
-    pub fn is_unreachable(&self) -> bool {
-        match self {
-            HeadroomdError::Connect { .. } | HeadroomdError::Timeout { .. } => true,
-            HeadroomdError::Status { code, .. } => matches!(
-                code,
-                tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
-            ),
-        }
-    }
-}
-
-/// A lazily made, shared channel to headroomd; dropped after a failure so that the next call
-/// connects again (headroomd restarted, socket replaced).
-#[derive(Clone)]
-pub struct Headroomd {
-    socket: PathBuf,
-    channel: Arc<tokio::sync::Mutex<Option<Channel>>>,
-}
-
-impl Headroomd {
-    pub fn new(socket: impl Into<PathBuf>) -> Self {
-        Headroomd {
-            socket: socket.into(),
-            channel: Arc::default(),
-        }
-    }
-
-    pub fn socket(&self) -> &Path {
-        &self.socket
-    }
-
-    async fn client(&self) -> Result<HeadroomClient<Channel>, HeadroomdError> {
-        let mut cached = self.channel.lock().await;
-        if let Some(channel) = cached.as_ref() {
-            return Ok(HeadroomClient::new(channel.clone()));
-        }
-        let connect = headroomd::server::client::connect_uds(&self.socket);
-        let channel = match tokio::time::timeout(RPC_TIMEOUT, connect).await {
-            Ok(Ok(channel)) => channel,
-            Ok(Err(e)) => {
-                return Err(HeadroomdError::Connect {
-                    socket: self.socket.clone(),
-                    message: error_chain(&e),
-                });
-            }
-            Err(_) => {
-                return Err(HeadroomdError::Timeout {
-                    rpc: "connect",
-                    timeout: RPC_TIMEOUT,
-                });
-            }
-        };
-        *cached = Some(channel.clone());
-        Ok(HeadroomClient::new(channel))
-    }
-
-    async fn forget(&self) {
-        *self.channel.lock().await = None;
-    }
-
-    /// One unary call, bounded by [`RPC_TIMEOUT`]; a connection that failed is forgotten.
-    async fn call<T, F, Fut>(&self, rpc: &'static str, f: F) -> Result<T, HeadroomdError>
-    where
-        F: FnOnce(HeadroomClient<Channel>) -> Fut,
-        Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
-    {
-        let result = async {
-            let client = self.client().await?;
-            match tokio::time::timeout(RPC_TIMEOUT, f(client)).await {
-                Ok(Ok(response)) => Ok(response.into_inner()),
-                Ok(Err(status)) => Err(HeadroomdError::status(rpc, &status)),
-                Err(_) => Err(HeadroomdError::Timeout {
-                    rpc,
-                    timeout: RPC_TIMEOUT,
-                }),
-            }
-        }
-        .await;
-        if result.as_ref().is_err_and(HeadroomdError::is_unreachable) {
-            self.forget().await;
-        }
-        result
-    }
-
-    /// `GetHeadroom` (node figures and reservations, no Pods).
-    pub async fn get_headroom(&self) -> Result<pb::HeadroomSnapshot, HeadroomdError> {
-        self.call("GetHeadroom", |mut c| async move {
-            c.get_headroom(pb::GetHeadroomRequest { include_pods: false })
-                .await
-        })
-        .await
-    }
-}
 
 // === The ledger ===
 
@@ -189,10 +67,7 @@ impl Reservations for HeadroomdLedger {
                 ttl_seconds: u32::try_from(r.ttl.as_secs().max(1)).unwrap_or(u32::MAX),
                 releasing_pod_uids: r.releasing_pod_uids.clone(),
             };
-            let result = self
-                .headroomd
-                .call("Reserve", |mut c| async move { c.reserve(request).await })
-                .await;
+            let result = self.headroomd.reserve(request).await;
             match result {
                 Ok(reply) => {
                     let headroom = reply
@@ -224,14 +99,7 @@ impl Reservations for HeadroomdLedger {
         let id = id.to_string();
         Box::pin(async move {
             self.held_ids().remove(&id);
-            let request = pb::ReleaseRequest {
-                reservation_id: id.clone(),
-            };
-            match self
-                .headroomd
-                .call("Release", |mut c| async move { c.release(request).await })
-                .await
-            {
+            match self.headroomd.release(&id).await {
                 Ok(_) => tracing::info!(%id, "released in headroomd's ledger"),
                 Err(HeadroomdError::Status {
                     code: tonic::Code::NotFound,
@@ -410,16 +278,11 @@ async fn subscribe(shared: Arc<Shared>) {
     let mut backoff = first;
     loop {
         let outcome: Result<std::convert::Infallible, HeadroomdError> = async {
-            let mut client = shared.headroomd.client().await?;
             let request = pb::WatchHeadroomRequest {
                 include_pods: false,
                 min_interval_ms: u32::try_from(WATCH_MIN_INTERVAL.as_millis()).unwrap_or(u32::MAX),
             };
-            let mut stream = client
-                .watch_headroom(request)
-                .await
-                .map_err(|s| HeadroomdError::status("WatchHeadroom", &s))?
-                .into_inner();
+            let mut stream = shared.headroomd.watch_headroom(request).await?;
             tracing::info!("subscribed to WatchHeadroom");
             loop {
                 match stream.message().await {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use headroom_node_model::{ResizeState, Resources, parse_cpu_millis, parse_memory_bytes, resize_state};
+use headroom_node_model::{ResizeState, parse_cpu_millis, parse_memory_bytes, resize_state};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 
@@ -22,8 +22,9 @@ use super::effects::{self, EventSpec, VictimOutcome, actions, reasons};
 use super::headroomd::{LiveHeadroom, NotFresh, unaccounted_reservations};
 use super::reservations::Reserve;
 use super::{KubeConfig, KubeError, Metrics, NodeLedger, OPT_OUT_LABEL, OPT_OUT_VALUE, Reservations, Stores};
-use crate::cluster_file::{ClusterFile, ResizeSpec, node_state_for};
-use crate::decide::{Decision, Outcome, ResizeRequest, decide_all};
+use crate::cluster_file::ClusterFile;
+use crate::decide::{Decision, Outcome};
+use crate::preempt::{self, Listing, Pending, Reservation, Resize};
 
 /// A resize for which victims were removed, until the kubelet has actuated it.
 #[derive(Clone, Debug)]
@@ -38,14 +39,6 @@ struct InFlight {
 /// After a cycle that could not evict because headroom was not fresh, the next one comes at most
 /// this much later (a resync otherwise).
 pub const RETRY_BLOCKED: Duration = Duration::from_secs(1);
-
-/// Whether a cycle goes on after one preemption.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flow {
-    Continue,
-    /// A higher-priority resize arrived: stop here, the next cycle decides again.
-    Replan,
-}
 
 /// What one cycle did (for logs and tests).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -176,109 +169,16 @@ impl Backend {
         tracing::info!("shut down; reservations released");
     }
 
-    /// One cycle.
+    /// One cycle: [`preempt::cycle`] over this node's Pods in the reflector stores.
     #[tracing::instrument(name = "reconcile", skip(self), fields(node = %self.config.node_name))]
     pub async fn reconcile(&mut self) -> Result<CycleReport, KubeError> {
         let mut report = CycleReport::default();
-        let node_name = self.config.node_name.as_str();
-        let Some(node) = self
-            .stores
-            .nodes
-            .state()
-            .into_iter()
-            .find(|n| n.metadata.name.as_deref() == Some(node_name))
-        else {
-            tracing::debug!("node not seen yet");
-            return Ok(report);
-        };
-        let pods = self.stores.pods.state();
-        self.follow(&pods, &mut report).await;
-
-        let opted_out = self.opted_out();
-        let deferred: Vec<&Arc<Pod>> = self.servable(&pods, &opted_out);
-        if deferred.is_empty() {
-            return Ok(report);
-        }
-        // Every resize this cycle decides; one that shows up later re-plans (see `preempt`).
-        let decided: BTreeSet<String> = deferred.iter().map(|p| uid(p).to_string()).collect();
-
-        let cluster = ClusterFile {
-            nodes: vec![(*node).clone()],
-            priority_classes: self
-                .stores
-                .priority_classes
-                .state()
-                .iter()
-                .map(|c| (**c).clone())
-                .collect(),
-            pods: pods.iter().map(|p| (**p).clone()).collect(),
-            pdbs: self.stores.pdbs.state().iter().map(|p| (**p).clone()).collect(),
-        };
-        let mut state = None;
-        let mut resizes: Vec<(&Arc<Pod>, ResizeRequest)> = Vec::new();
-        for pod in deferred {
-            let spec = ResizeSpec {
-                namespace: namespace(pod).to_string(),
-                name: pod.metadata.name.clone().unwrap_or_default(),
-                ..ResizeSpec::default()
-            };
-            match node_state_for(&cluster, &spec) {
-                Ok((node_state, request)) => {
-                    state.get_or_insert(node_state);
-                    resizes.push((pod, request));
-                }
-                Err(error) => tracing::warn!(pod = %key(pod), %error, "resize skipped: cannot model it"),
-            }
-        }
-        let Some(mut state) = state else { return Ok(report) };
-        // Pods the shim must never preempt: opted-out namespaces and Pods already terminating. They
-        // still count against the node; as "highest priority" they are never lower than a resizer.
-        for input in &mut state.pods {
-            let terminating = pods.iter().any(|p| {
-                namespace(p) == input.namespace
-                    && p.metadata.name.as_deref() == Some(input.name.as_str())
-                    && p.metadata.deletion_timestamp.is_some()
-            });
-            if terminating || opted_out.contains(&input.namespace) {
-                input.priority = i32::MAX;
-            }
-        }
-        // Live headroom: fresh (refreshed if need be) before the decision rests on it.
-        let gate = match &self.live {
-            None => Ok(()),
-            Some(live) => {
-                let fresh = live.fresh(self.config.max_headroom_age).await;
-                // A stale snapshot's reservations still beat none for the decision; it evicts nobody.
-                let latest = fresh.as_ref().ok().cloned().or_else(|| live.latest());
-                if let Some(latest) = latest {
-                    state.reserved = unaccounted_reservations(&latest.snapshot, &state.pods);
-                    tracing::debug!(
-                        version = latest.snapshot.version,
-                        reserved = %state.reserved,
-                        "live headroom: reservations not counted in any Pod"
-                    );
-                }
-                fresh.map(|_| ())
-            }
-        };
-        let requests: Vec<ResizeRequest> = resizes.iter().map(|(_, r)| r.clone()).collect();
-        for served in decide_all(&state, &requests)? {
-            let Some((pod, request)) = resizes.get(served.resize) else {
-                continue;
-            };
-            let outcome = served.decision.outcome;
-            self.metrics.decision(outcome.as_str());
-            report.decisions.push((key(pod), outcome));
-            tracing::info!(pod = %key(pod), outcome = outcome.as_str(), message = %served.decision.message, victims = served.decision.victims.len(), "decided");
-            if outcome == Outcome::Preempt
-                && self
-                    .preempt(pod, request, &served.decision, &gate, &decided, &mut report)
-                    .await
-                    == Flow::Replan
-            {
-                break;
-            }
-        }
+        preempt::cycle(&mut KubeCycle {
+            backend: self,
+            report: &mut report,
+            gate: Ok(()),
+        })
+        .await?;
         self.metrics.set_in_flight(self.in_flight.len());
         Ok(report)
     }
@@ -308,182 +208,6 @@ impl Backend {
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter(|p| !opted_out.contains(namespace(p)) && !self.in_flight.contains_key(uid(p)))
             .collect()
-    }
-
-    /// A servable Deferred resize of higher priority than `pod`'s that this cycle did not decide
-    /// (it arrived since), most important first.
-    fn more_important_pending(&self, pod: &Pod, decided: &BTreeSet<String>) -> Option<String> {
-        let pods = self.stores.pods.state();
-        let opted_out = self.opted_out();
-        self.servable(&pods, &opted_out)
-            .into_iter()
-            .filter(|p| !decided.contains(uid(p)) && priority(p) > priority(pod))
-            .max_by_key(|p| priority(p))
-            .map(|p| key(p))
-    }
-
-    async fn preempt(
-        &mut self,
-        pod: &Pod,
-        request: &ResizeRequest,
-        decision: &Decision,
-        gate: &Result<(), NotFresh>,
-        decided: &BTreeSet<String>,
-        report: &mut CycleReport,
-    ) -> Flow {
-        let (pod_key, pod_uid) = (key(pod), uid(pod).to_string());
-        let generation = pod.metadata.generation.unwrap_or_default();
-        let node = self.config.node_name.clone();
-        let victim_list = decision
-            .victims
-            .iter()
-            .map(|v| format!("{}/{} (priority {})", v.namespace, v.name, v.priority))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let resizer = effects::pod_reference(
-            namespace(pod),
-            pod.metadata.name.as_deref().unwrap_or_default(),
-            &pod_uid,
-        );
-        let n = decision.victims.len();
-
-        if self.config.dry_run {
-            if self
-                .announced
-                .insert((pod_uid.clone(), generation, reasons::WOULD_PREEMPT_FOR_RESIZE))
-            {
-                tracing::info!(pod = %pod_key, victims = %victim_list, "dry run: would preempt");
-                self.metrics.would_preempt(n as u64);
-                report.would_preempt.push(pod_key);
-                let note = format!(
-                    "Dry run: would preempt {n} pod(s) on node {node}: {victim_list}. {}",
-                    decision.message
-                );
-                self.event(
-                    resizer,
-                    None,
-                    "Normal",
-                    reasons::WOULD_PREEMPT_FOR_RESIZE,
-                    actions::PREEMPTING,
-                    note,
-                )
-                .await;
-            }
-            return Flow::Continue;
-        }
-        if let Err(why) = gate {
-            self.blocked(resizer, generation, why, report).await;
-            return Flow::Continue;
-        }
-
-        let freed = decision
-            .victims
-            .iter()
-            .fold(Resources::ZERO, |sum, v| sum.saturating_add(v.requests));
-        let extra = request
-            .requested
-            .saturating_sub(request.admitted)
-            .max(Resources::ZERO);
-        let available = decision
-            .allocatable
-            .saturating_sub(decision.used.saturating_sub(freed))
-            .saturating_sub(request.admitted);
-        // headroomd allows [A-Za-z0-9._:-] in ids.
-        let reservation = format!("{pod_uid}:{generation}");
-        let reserve = Reserve {
-            id: reservation.clone(),
-            pod: pod_key.clone(),
-            pod_uid: pod_uid.clone(),
-            amount: extra,
-            available,
-            ttl: self.config.resize_timeout,
-            releasing_pod_uids: decision
-                .victims
-                .iter()
-                .filter(|v| !v.uid.is_empty())
-                .map(|v| v.uid.clone())
-                .collect(),
-        };
-        if let Err(error) = self.reservations.reserve(reserve).await {
-            tracing::warn!(pod = %pod_key, %error, "no reservation; not preempting");
-            self.failed(resizer, generation, format!("could not reserve room: {error}"))
-                .await;
-            return Flow::Continue;
-        }
-
-        // A higher-priority resize that arrived on this node while this one was being decided
-        // goes first (as in the scheduler and the standalone shim): give the room back and
-        // re-plan before anyone is evicted.
-        if let Some(first) = self.more_important_pending(pod, decided) {
-            self.reservations.release(&reservation).await;
-            tracing::info!(pod = %pod_key, preempted_by = %first, "re-planning: a higher-priority resize arrived; nobody evicted");
-            self.metrics.replanned();
-            report.replanned.push(pod_key);
-            self.stores.changed.notify_one();
-            return Flow::Replan;
-        }
-
-        // Never evict on stale data: the snapshot is checked again right before the first
-        // eviction (earlier preemptions of this cycle may have taken a while).
-        if let Some(live) = &self.live
-            && let Err(why) = live.fresh(self.config.max_headroom_age).await
-        {
-            self.reservations.release(&reservation).await;
-            self.blocked(resizer, generation, &why, report).await;
-            return Flow::Continue;
-        }
-
-        for victim in &decision.victims {
-            let victim_key = format!("{}/{}", victim.namespace, victim.name);
-            match effects::remove_victim(&self.client, &self.config, victim).await {
-                Ok(VictimOutcome::Removed) => {
-                    report.preempted.push(victim_key);
-                    let regarding = effects::pod_reference(&victim.namespace, &victim.name, &victim.uid);
-                    let note = effects::preempted_note(&pod_uid, &node);
-                    self.event(
-                        regarding,
-                        Some(resizer.clone()),
-                        "Normal",
-                        reasons::PREEMPTED,
-                        actions::PREEMPTING,
-                        note,
-                    )
-                    .await;
-                }
-                Ok(VictimOutcome::AlreadyGone) => tracing::info!(victim = %victim_key, "victim already gone"),
-                Err(error) => {
-                    tracing::warn!(pod = %pod_key, victim = %victim_key, %error, "preemption failed");
-                    self.reservations.release(&reservation).await;
-                    self.failed(
-                        resizer,
-                        generation,
-                        format!("could not preempt {victim_key}: {error}"),
-                    )
-                    .await;
-                    return Flow::Continue;
-                }
-            }
-        }
-        self.metrics.preempted(self.config.preemption.as_str(), n as u64);
-        let note = format!("Preempted {n} pod(s) on node {node} for this resize: {victim_list}");
-        self.event(
-            resizer,
-            None,
-            "Normal",
-            reasons::PREEMPTING_FOR_RESIZE,
-            actions::PREEMPTING,
-            note,
-        )
-        .await;
-        let flight = InFlight {
-            namespace: namespace(pod).to_string(),
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            reservation,
-            victims: n,
-            decided_at: Instant::now(),
-        };
-        self.in_flight.insert(pod_uid, flight);
-        Flow::Continue
     }
 
     /// Not preempting because headroomd's live headroom is not fresh: logged, counted, and one
@@ -630,6 +354,283 @@ impl Backend {
         };
         effects::post_event(&self.client, &self.config, spec).await;
     }
+}
+
+/// One reconcile cycle as [`preempt::Backend`]: the reflector stores, headroomd's ledger and
+/// live headroom, the Eviction API, Events and metrics.
+struct KubeCycle<'a> {
+    backend: &'a mut Backend,
+    report: &'a mut CycleReport,
+    /// Whether headroomd's live headroom was fresh when the cycle listed the node.
+    gate: Result<(), NotFresh>,
+}
+
+impl KubeCycle<'_> {
+    fn resizer(resize: &Resize) -> k8s_openapi::api::core::v1::ObjectReference {
+        let (namespace, name) = resize.key.split_once('/').unwrap_or(("default", &resize.key));
+        effects::pod_reference(namespace, name, &resize.uid)
+    }
+}
+
+impl preempt::Backend for KubeCycle<'_> {
+    type Error = KubeError;
+    type Followed = ();
+
+    /// Follows earlier preemptions first, then lists the node's servable Deferred resizes;
+    /// Pods that must never be preempted (opted-out namespaces, terminating) count as highest
+    /// priority, and headroomd's reservations for Pods off the node count as used.
+    async fn list(&mut self) -> Result<Option<Listing>, KubeError> {
+        let b = &mut *self.backend;
+        let node_name = b.config.node_name.as_str();
+        let Some(node) = b
+            .stores
+            .nodes
+            .state()
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node_name))
+        else {
+            tracing::debug!("node not seen yet");
+            return Ok(None);
+        };
+        let pods = b.stores.pods.state();
+        b.follow(&pods, self.report).await;
+
+        let opted_out = b.opted_out();
+        let deferred: Vec<&Arc<Pod>> = b.servable(&pods, &opted_out);
+        if deferred.is_empty() {
+            return Ok(None);
+        }
+        let cluster = ClusterFile {
+            nodes: vec![(*node).clone()],
+            priority_classes: b
+                .stores
+                .priority_classes
+                .state()
+                .iter()
+                .map(|c| (**c).clone())
+                .collect(),
+            pods: pods.iter().map(|p| (**p).clone()).collect(),
+            pdbs: b.stores.pdbs.state().iter().map(|p| (**p).clone()).collect(),
+        };
+        let resizes = deferred.iter().map(|p| {
+            (
+                namespace(p).to_string(),
+                p.metadata.name.clone().unwrap_or_default(),
+                uid(p).to_string(),
+                p.metadata.generation,
+            )
+        });
+        let Some(mut listing) = preempt::listing(&cluster, resizes) else {
+            return Ok(None);
+        };
+        let state = &mut listing.state;
+        // Pods the shim must never preempt: opted-out namespaces and Pods already terminating. They
+        // still count against the node; as "highest priority" they are never lower than a resizer.
+        for input in &mut state.pods {
+            let terminating = pods.iter().any(|p| {
+                namespace(p) == input.namespace
+                    && p.metadata.name.as_deref() == Some(input.name.as_str())
+                    && p.metadata.deletion_timestamp.is_some()
+            });
+            if terminating || opted_out.contains(&input.namespace) {
+                input.priority = i32::MAX;
+            }
+        }
+        // Live headroom: fresh (refreshed if need be) before the decision rests on it.
+        if let Some(live) = &b.live {
+            let fresh = live.fresh(b.config.max_headroom_age).await;
+            // A stale snapshot's reservations still beat none for the decision; it evicts nobody.
+            let latest = fresh.as_ref().ok().cloned().or_else(|| live.latest());
+            if let Some(latest) = latest {
+                state.reserved = unaccounted_reservations(&latest.snapshot, &state.pods);
+                tracing::debug!(
+                    version = latest.snapshot.version,
+                    reserved = %state.reserved,
+                    "live headroom: reservations not counted in any Pod"
+                );
+            }
+            self.gate = fresh.map(|_| ());
+        }
+        Ok(Some(listing))
+    }
+
+    fn decided(&mut self, resize: &Resize, decision: &Decision, _at: Instant) {
+        let outcome = decision.outcome;
+        self.backend.metrics.decision(outcome.as_str());
+        self.report.decisions.push((resize.key.clone(), outcome));
+        tracing::info!(pod = %resize.key, outcome = outcome.as_str(), message = %decision.message, victims = decision.victims.len(), "decided");
+    }
+
+    /// A dry run announces what it would do, once per resize attempt; stale headroom blocks.
+    async fn may_preempt(&mut self, resize: &Resize, decision: &Decision) -> Result<(), String> {
+        let b = &mut *self.backend;
+        if b.config.dry_run {
+            if b.announced.insert((
+                resize.uid.clone(),
+                resize.generation,
+                reasons::WOULD_PREEMPT_FOR_RESIZE,
+            )) {
+                let n = decision.victims.len();
+                let victim_list = victim_list(decision);
+                tracing::info!(pod = %resize.key, victims = %victim_list, "dry run: would preempt");
+                b.metrics.would_preempt(n as u64);
+                self.report.would_preempt.push(resize.key.clone());
+                let note = format!(
+                    "Dry run: would preempt {n} pod(s) on node {}: {victim_list}. {}",
+                    b.config.node_name, decision.message
+                );
+                b.event(
+                    Self::resizer(resize),
+                    None,
+                    "Normal",
+                    reasons::WOULD_PREEMPT_FOR_RESIZE,
+                    actions::PREEMPTING,
+                    note,
+                )
+                .await;
+            }
+            return Err("dry run".into());
+        }
+        if let Err(why) = &self.gate {
+            let why = why.clone();
+            b.blocked(Self::resizer(resize), resize.generation, &why, self.report)
+                .await;
+            return Err(why.to_string());
+        }
+        Ok(())
+    }
+
+    async fn reserve(&mut self, resize: &Resize, reservation: &Reservation) -> Result<(), String> {
+        let b = &mut *self.backend;
+        let reserve = Reserve {
+            id: reservation.id.clone(),
+            pod: reservation.pod.clone(),
+            pod_uid: reservation.pod_uid.clone(),
+            amount: reservation.amount,
+            available: reservation.available,
+            ttl: b.config.resize_timeout,
+            releasing_pod_uids: reservation.releasing_pod_uids.clone(),
+        };
+        if let Err(error) = b.reservations.reserve(reserve).await {
+            tracing::warn!(pod = %resize.key, %error, "no reservation; not preempting");
+            b.failed(
+                Self::resizer(resize),
+                resize.generation,
+                format!("could not reserve room: {error}"),
+            )
+            .await;
+            return Err(error.to_string());
+        }
+        Ok(())
+    }
+
+    async fn release(&mut self, reservation: &Reservation) {
+        self.backend.reservations.release(&reservation.id).await;
+    }
+
+    fn pending(&self) -> Vec<Pending> {
+        let b = &*self.backend;
+        let pods = b.stores.pods.state();
+        let opted_out = b.opted_out();
+        b.servable(&pods, &opted_out)
+            .into_iter()
+            .map(|p| Pending {
+                identity: uid(p).to_string(),
+                key: key(p),
+                priority: priority(p),
+            })
+            .collect()
+    }
+
+    fn replanned(&mut self, resize: &Resize, first: &str) {
+        tracing::info!(pod = %resize.key, preempted_by = %first, "re-planning: a higher-priority resize arrived; nobody evicted");
+        self.backend.metrics.replanned();
+        self.report.replanned.push(resize.key.clone());
+        self.backend.stores.changed.notify_one();
+    }
+
+    /// Checks the live headroom once more (earlier preemptions of this cycle may have taken a
+    /// while: never evict on stale data), then removes every victim through the Eviction API.
+    async fn evict(
+        &mut self,
+        resize: &Resize,
+        decision: &Decision,
+        _reservation: &Reservation,
+    ) -> Result<(), String> {
+        let b = &mut *self.backend;
+        let resizer = Self::resizer(resize);
+        if let Some(live) = &b.live
+            && let Err(why) = live.fresh(b.config.max_headroom_age).await
+        {
+            b.blocked(resizer, resize.generation, &why, self.report).await;
+            return Err(why.to_string());
+        }
+        let node = b.config.node_name.clone();
+        for victim in &decision.victims {
+            let victim_key = format!("{}/{}", victim.namespace, victim.name);
+            match effects::remove_victim(&b.client, &b.config, victim).await {
+                Ok(VictimOutcome::Removed) => {
+                    self.report.preempted.push(victim_key);
+                    let regarding = effects::pod_reference(&victim.namespace, &victim.name, &victim.uid);
+                    let note = effects::preempted_note(&resize.uid, &node);
+                    b.event(
+                        regarding,
+                        Some(resizer.clone()),
+                        "Normal",
+                        reasons::PREEMPTED,
+                        actions::PREEMPTING,
+                        note,
+                    )
+                    .await;
+                }
+                Ok(VictimOutcome::AlreadyGone) => tracing::info!(victim = %victim_key, "victim already gone"),
+                Err(error) => {
+                    tracing::warn!(pod = %resize.key, victim = %victim_key, %error, "preemption failed");
+                    let why = format!("could not preempt {victim_key}: {error}");
+                    b.failed(resizer, resize.generation, why.clone()).await;
+                    return Err(why);
+                }
+            }
+        }
+        let n = decision.victims.len();
+        b.metrics.preempted(b.config.preemption.as_str(), n as u64);
+        let note = format!(
+            "Preempted {n} pod(s) on node {node} for this resize: {}",
+            victim_list(decision)
+        );
+        b.event(
+            resizer,
+            None,
+            "Normal",
+            reasons::PREEMPTING_FOR_RESIZE,
+            actions::PREEMPTING,
+            note,
+        )
+        .await;
+        Ok(())
+    }
+
+    /// In flight: later cycles follow it (`Backend::follow`) until the kubelet actuates it.
+    async fn follow(&mut self, resize: &Resize, reservation: Reservation) {
+        let (namespace, name) = resize.key.split_once('/').unwrap_or(("default", &resize.key));
+        let flight = InFlight {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            reservation: reservation.id,
+            victims: reservation.victims.len(),
+            decided_at: Instant::now(),
+        };
+        self.backend.in_flight.insert(resize.uid.clone(), flight);
+    }
+}
+
+fn victim_list(decision: &Decision) -> String {
+    decision
+        .victims
+        .iter()
+        .map(|v| format!("{}/{} (priority {})", v.namespace, v.name, v.priority))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The kubelet has actuated the resize: no `PodResizePending` / `PodResizeInProgress` left, and

@@ -111,7 +111,7 @@ pub fn table(rows: &[EventRow]) -> String {
         .iter()
         .map(|r| [&*r.last_seen, &*r.type_, &*r.reason, &*r.object, &*r.message])
         .collect();
-    headroomd::kubectl::table(&header, &cells)
+    headroom_client::kubectl::table(&header, &cells)
 }
 
 /// A stored event as a table row, LAST SEEN relative to `now`.
@@ -122,7 +122,7 @@ pub fn row(event: &Event, now: jiff::Timestamp) -> EventRow {
         .or(event.first_timestamp.as_ref())
         .map_or(now, |t| t.0);
     EventRow {
-        last_seen: headroomd::kubectl::human_duration(now.duration_since(last).as_secs()),
+        last_seen: headroom_client::kubectl::human_duration(now.duration_since(last).as_secs()),
         type_: event.type_.clone().unwrap_or_default(),
         reason: event.reason.clone().unwrap_or_default(),
         object: format!(

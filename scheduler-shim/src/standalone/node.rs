@@ -2,15 +2,15 @@
 //! one handle, shared by the shim loop, the control API and the demo.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use headroom_client::{Headroomd, HeadroomdError};
 use headroom_node_model::pod_requests_admitted;
-use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
-use headroomd::actuation::CgroupActuator;
-use headroomd::pipeline::{InMemoryPodSource, PodEntry, snapshot::PodRef};
-use tokio::sync::{Notify, OnceCell};
-use tonic::transport::Channel;
+use headroom_proto::v1 as pb;
+use headroomd::node::Embedded;
+use headroomd::pipeline::{PodEntry, snapshot::PodRef};
+use tokio::sync::Notify;
 use tracing::Instrument as _;
 
 use super::latency::{StepHistograms, StepLatencies};
@@ -41,12 +41,20 @@ pub struct ActuationTimes {
     pub verified: Duration,
 }
 
+/// `RPC: message` for a refusal, the whole error otherwise (headroomd unreachable).
+pub(crate) fn rpc_error(rpc: &str, error: HeadroomdError) -> String {
+    match error {
+        HeadroomdError::Status { message, .. } => format!("{rpc}: {message}"),
+        other => other.to_string(),
+    }
+}
+
 pub struct StandaloneNode {
     pub config: NodeConfig,
     store: Mutex<Store>,
-    pod_source: Arc<InMemoryPodSource>,
-    actuator: Arc<CgroupActuator>,
-    headroomd: OnceCell<Channel>,
+    /// headroomd in this process: the Pods it counts and their containers' resources.
+    embedded: Embedded,
+    headroomd: Headroomd,
     /// Wakes the shim loop (a resize went Deferred, a Pod went away).
     pub(crate) wake: Notify,
     /// The most recent resizes' step latencies (at most [`KEPT_LATENCIES`]), every resize's
@@ -55,20 +63,16 @@ pub struct StandaloneNode {
 }
 
 impl StandaloneNode {
-    pub fn new(
-        config: NodeConfig,
-        pod_source: Arc<InMemoryPodSource>,
-        actuator: Arc<CgroupActuator>,
-    ) -> Result<Self, StandaloneError> {
+    pub fn new(config: NodeConfig, embedded: Embedded) -> Result<Self, StandaloneError> {
         let histograms = StepHistograms::new().map_err(|e| StandaloneError::Invalid(e.to_string()))?;
         Ok(Self {
-            config,
             store: Mutex::new(Store::default()),
-            pod_source,
-            actuator,
-            headroomd: OnceCell::new(),
+            embedded,
+            // In-process: a call takes as long as its work, and the daemon ends with this node.
+            headroomd: Headroomd::new(config.headroomd_socket.clone()).with_timeout(None),
             wake: Notify::new(),
             latencies: Mutex::new((VecDeque::new(), histograms, 0)),
+            config,
         })
     }
 
@@ -79,14 +83,9 @@ impl StandaloneNode {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) async fn headroomd(&self) -> Result<HeadroomClient<Channel>, StandaloneError> {
-        let socket = self.config.headroomd_socket.clone();
-        let channel = self
-            .headroomd
-            .get_or_try_init(|| async move { headroomd::server::client::connect_uds(&socket).await })
-            .await
-            .map_err(|e| StandaloneError::Headroomd(format!("connect: {e}")))?;
-        Ok(HeadroomClient::new(channel.clone()))
+    /// headroomd (in this process), over its socket.
+    pub(crate) fn headroomd(&self) -> &Headroomd {
+        &self.headroomd
     }
 
     /// headroomd counts what the kubelet admitted for every Pod that is neither rejected nor being
@@ -110,7 +109,7 @@ impl StandaloneNode {
                 })
             })
             .collect();
-        self.pod_source.set(entries);
+        self.embedded.set_pods(entries);
     }
 
     /// `kubectl apply -f`: PriorityClasses first, then Pods.
@@ -150,7 +149,7 @@ impl StandaloneNode {
         }
         for p in store.pods.values() {
             if let (Some(uid), Ok(containers)) = (&p.pod.metadata.uid, pod_resources(&p.pod)) {
-                self.actuator.remember(uid, containers);
+                self.embedded.pod_created(uid, containers);
             }
         }
         self.sync_pod_source(&store);
@@ -229,28 +228,22 @@ impl StandaloneNode {
             pod: None,
             reservation_id: plan.reservation.clone().unwrap_or_default(),
         };
-        let applied = match self.headroomd().await {
-            Ok(mut client) => client
-                .apply_resize(request)
-                .await
-                .map(|reply| Duration::from_nanos(reply.into_inner().total_ns))
-                .map_err(|s| format!("ApplyResize: {}", s.message())),
-            Err(e) => Err(e.to_string()),
-        };
+        let applied = self
+            .headroomd
+            .apply_resize(request)
+            .await
+            .map(|reply| Duration::from_nanos(reply.total_ns))
+            .map_err(|e| rpc_error("ApplyResize", e));
         let actuated = Instant::now();
         let cgroup_writes = applied.as_ref().map_or(Duration::ZERO, |d| *d);
         let verified =
             applied.and_then(|_| verify::cgroups_match(&self.config.roots, &plan.uid, &plan.containers));
         let done = Instant::now();
         if verified.is_err()
-            && let (Some(id), Ok(mut client)) = (&plan.reservation, self.headroomd().await)
+            && let Some(id) = &plan.reservation
         {
             // ApplyResize releases it only on success.
-            let _ = client
-                .release(pb::ReleaseRequest {
-                    reservation_id: id.clone(),
-                })
-                .await;
+            let _ = self.headroomd.release(id).await;
         }
         let mut store = self.store();
         resize::finish(&mut store, &plan.key, verified.clone());
@@ -262,9 +255,9 @@ impl StandaloneNode {
         })
     }
 
-    /// The actuator forgets a Pod that is gone.
+    /// headroomd forgets a Pod that is gone.
     pub(crate) fn forget(&self, uid: &str) {
-        self.actuator.forget(uid);
+        self.embedded.pod_gone(uid);
     }
 
     pub(crate) fn record_latency(&self, l: StepLatencies) {
@@ -327,7 +320,7 @@ impl StandaloneNode {
                 rt.kill_now();
             }
             if let Some(uid) = &p.pod.metadata.uid {
-                self.actuator.forget(uid);
+                self.embedded.pod_gone(uid);
             }
         }
         self.sync_pod_source(&store);

@@ -101,7 +101,6 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
     if let Some(why) = &daemon.probes_missing {
         tracing::warn!(reason = %why, "headroomd runs without its eBPF probes");
     }
-    let (pod_source, actuator) = (daemon.pod_source.clone(), daemon.actuator.clone());
 
     let node = Arc::new(StandaloneNode::new(
         NodeConfig {
@@ -112,8 +111,7 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
             headroomd_socket: cfg.headroomd_socket,
             reservation_ttl: cfg.reservation_ttl,
         },
-        pod_source,
-        actuator,
+        daemon.embedded(),
     )?);
     let (shutdown, rx) = tokio::sync::watch::channel(false);
     let shim = tokio::spawn(shim::run_loop(node.clone(), rx));

@@ -1,19 +1,18 @@
-//! The shim loop: every Deferred resize goes through the decision core; on `preempt` the extra
-//! room is reserved in headroomd's ledger, the victims are evicted as the scheduler evicts them
-//! (`DisruptionTarget`, `Preempted`, the kubelet's `Killing`, SIGTERM, SIGKILL after the grace
-//! period, cgroups removed), and the kubelet's retry on `pods_removed` admits and actuates the
-//! resize. Each step's latency is recorded.
+//! The shim loop: every Deferred resize goes through the preemption protocol ([`preempt`]); on
+//! `preempt` the extra room is reserved in headroomd's ledger, the victims are evicted as the
+//! scheduler evicts them (`DisruptionTarget`, `Preempted`, the kubelet's `Killing`, SIGTERM,
+//! SIGKILL after the grace period, cgroups removed), and the kubelet's retry on `pods_removed`
+//! admits and actuates the resize. Each step's latency is recorded.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_node_model::pod::CONDITION_RESIZE_PENDING;
-use headroom_node_model::{ResizeState, Resources, resize_state};
+use headroom_node_model::{ResizeState, resize_state};
 use headroom_proto::v1 as pb;
 use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use tracing::Instrument as _;
 
 use super::events::reasons::{KILLING, KUBELET, NORMAL, PREEMPTED, SCHEDULER};
 use super::latency::{Step, StepLatencies};
@@ -22,8 +21,8 @@ use super::resize::{self, Admission};
 use super::runtime::PodRuntime;
 use super::store::Store;
 use super::{DEFAULT_GRACE_PERIOD, StandaloneError};
-use crate::cluster_file::{ResizeSpec, node_state_for};
-use crate::decide::{Decision, Outcome, decide};
+use crate::decide::Decision;
+use crate::preempt::{self, Listing, Pending, Reservation, Resize, Step as Progress};
 
 /// Deferred resizes are retried at least this often (the kubelet's periodic retry is 30 s at
 /// first; the shim is woken at once on every change anyway).
@@ -56,195 +55,234 @@ pub async fn run_loop(node: Arc<StandaloneNode>, mut shutdown: tokio::sync::watc
     }
 }
 
-/// The Deferred resizes, most important first (the kubelet's retry order, by priority then
-/// longest pending).
-fn deferred(node: &StandaloneNode) -> Vec<String> {
-    deferred_in(&node.store())
-}
-
-fn deferred_in(store: &Store) -> Vec<String> {
-    let mut pods: Vec<(i32, Option<Instant>, String)> = store
+/// The Deferred resizes this shim serves: Pods running, not being evicted, resize Deferred.
+fn deferred_in(store: &Store) -> impl Iterator<Item = (&String, &super::store::StoredPod)> {
+    store
         .pods
         .iter()
         .filter(|(_, p)| p.runtime.is_some() && !p.terminating && resize_state(&p.pod).is_deferred())
-        .map(|(k, p)| {
-            let priority = p.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-            (priority, p.resize_requested_at, k.clone())
-        })
-        .collect();
-    pods.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    pods.into_iter().map(|(_, _, k)| k).collect()
 }
 
-/// The most important Deferred resize that arrived after this cycle began (is not in `cycle`)
-/// and outranks `key` by priority. Resizes of this cycle are excluded: those ranked before `key`
-/// were decided already (one that stays Deferred must not stall every lower one forever), those
-/// after it rank lower.
-fn more_important_pending(node: &StandaloneNode, key: &str, cycle: &HashSet<String>) -> Option<String> {
-    let store = node.store();
-    let priority = |k: &str| {
-        store
-            .pods
-            .get(k)
-            .and_then(|p| p.pod.spec.as_ref())
-            .and_then(|s| s.priority)
-            .unwrap_or(0)
-    };
-    let mine = priority(key);
-    deferred_in(&store)
-        .into_iter()
-        .find(|k| !cycle.contains(k) && priority(k) > mine)
-}
-
-/// One pass over every Deferred resize.
+/// One pass over every Deferred resize: [`preempt::cycle`] on the standalone node.
 pub async fn run_cycle(node: &StandaloneNode) -> Result<Vec<Served>, StandaloneError> {
-    let mut served = Vec::new();
-    let keys = deferred(node);
-    let cycle: HashSet<String> = keys.iter().cloned().collect();
-    for key in keys {
-        let span = tracing::info_span!("shim_cycle", pod = %key);
-        served.push(serve_one(node, &key, &cycle).instrument(span).await?);
-    }
-    Ok(served)
+    let mut cycle = StandaloneCycle {
+        node,
+        started: Instant::now(),
+        requested_at: HashMap::new(),
+        latencies: HashMap::new(),
+    };
+    let served = preempt::cycle(&mut cycle).await?;
+    Ok(served
+        .into_iter()
+        .map(|s| {
+            let (latencies, error) = match s.step {
+                Progress::NotPreempting => {
+                    tracing::info!(pod = %s.resize.key, outcome = s.decision.outcome.as_str(), message = %s.decision.message, "not preempting");
+                    (None, None)
+                }
+                Progress::Held(why) | Progress::NotReserved(why) | Progress::NotEvicted(why) => {
+                    (None, Some(why))
+                }
+                Progress::Replanned { by } => (
+                    None,
+                    Some(format!("re-planned: {by} has a higher-priority resize pending")),
+                ),
+                Progress::Evicted((latencies, error)) => (Some(latencies), error),
+            };
+            Served {
+                pod: s.resize.key,
+                decision: s.decision,
+                latencies,
+                error,
+            }
+        })
+        .collect())
 }
 
-async fn serve_one(
-    node: &StandaloneNode,
-    key: &str,
-    cycle: &HashSet<String>,
-) -> Result<Served, StandaloneError> {
-    let detected = Instant::now();
-    let mut latencies = StepLatencies {
-        pod: key.to_string(),
-        ..StepLatencies::default()
-    };
-    // 1. Decide on the store as it is now.
-    let (decision, request, uid, generation, requested_at) = {
-        let store = node.store();
-        let stored = store
-            .pods
-            .get(key)
-            .ok_or_else(|| StandaloneError::NotFound(format!("pods {key:?} not found")))?;
-        let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
-        let spec = ResizeSpec {
-            namespace: namespace.into(),
-            name: name.into(),
-            ..ResizeSpec::default()
-        };
-        let (state, request) = node_state_for(&store.cluster(&node.config), &spec)?;
-        let decision = decide(&state, &request)?;
-        let uid = stored.pod.metadata.uid.clone().unwrap_or_default();
-        (
-            decision,
-            request,
-            uid,
-            stored.pod.metadata.generation.unwrap_or(1),
-            stored.resize_requested_at,
+/// One cycle of the standalone node as [`preempt::Backend`]: the store, headroomd in-process,
+/// the Pods' processes and cgroups, and the kubelet's retry; each step's latency is recorded.
+struct StandaloneCycle<'a> {
+    node: &'a StandaloneNode,
+    started: Instant,
+    /// When each listed resize was requested (`/resize`).
+    requested_at: HashMap<String, Option<Instant>>,
+    latencies: HashMap<String, StepLatencies>,
+}
+
+impl StandaloneCycle<'_> {
+    fn latencies(&mut self, key: &str) -> &mut StepLatencies {
+        self.latencies
+            .entry(key.to_string())
+            .or_insert_with(|| StepLatencies {
+                pod: key.to_string(),
+                ..StepLatencies::default()
+            })
+    }
+}
+
+impl preempt::Backend for StandaloneCycle<'_> {
+    type Error = StandaloneError;
+    /// The step latencies, and why the resize failed after its victims were gone.
+    type Followed = (StepLatencies, Option<String>);
+
+    async fn list(&mut self) -> Result<Option<Listing>, StandaloneError> {
+        let store = self.node.store();
+        let mut resizes = Vec::new();
+        for (key, p) in deferred_in(&store) {
+            let meta = &p.pod.metadata;
+            let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
+            self.requested_at.insert(key.clone(), p.resize_requested_at);
+            resizes.push((
+                namespace.to_string(),
+                name.to_string(),
+                meta.uid.clone().unwrap_or_default(),
+                meta.generation,
+            ));
+        }
+        if resizes.is_empty() {
+            return Ok(None);
+        }
+        Ok(preempt::listing(&store.cluster(&self.node.config), resizes))
+    }
+
+    fn decided(&mut self, resize: &Resize, _decision: &Decision, at: Instant) {
+        let started = self.started;
+        let requested_at = self.requested_at.get(&resize.key).copied().flatten();
+        let latencies = self.latencies(&resize.key);
+        latencies.set(
+            Step::DeferredDetected,
+            started.saturating_duration_since(requested_at.unwrap_or(started)),
+        );
+        latencies.set(Step::Decision, at.saturating_duration_since(started));
+    }
+
+    /// The victims stop counting in headroomd from here on: their room is the reservation's.
+    async fn reserve(&mut self, resize: &Resize, reservation: &Reservation) -> Result<(), String> {
+        let reserve_started = Instant::now();
+        set_terminating(self.node, &reservation.victims, true);
+        let ttl = u32::try_from(self.node.config.reservation_ttl.as_secs())
+            .unwrap_or(u32::MAX)
+            .max(1);
+        let reserved = self
+            .node
+            .headroomd()
+            .reserve(pb::ReserveRequest {
+                reservation_id: reservation.id.clone(),
+                pod: reservation.pod_uid.clone(),
+                amount: Some(pb::ResourceAmount {
+                    cpu_millis: Some(reservation.amount.cpu_millis),
+                    memory_bytes: Some(reservation.amount.memory_bytes),
+                    ..pb::ResourceAmount::default()
+                }),
+                ttl_seconds: ttl,
+                // Already out of headroomd's Pod source (terminating); named anyway, as the
+                // Kubernetes backend names them, so the reservation says what it waits for.
+                releasing_pod_uids: reservation.releasing_pod_uids.clone(),
+            })
+            .await;
+        if let Err(e) = reserved {
+            set_terminating(self.node, &reservation.victims, false);
+            let e = StandaloneError::Headroomd(super::node::rpc_error("Reserve", e));
+            tracing::warn!(pod = %resize.key, error = %e, "no reservation; nobody evicted");
+            return Err(e.to_string());
+        }
+        self.latencies(&resize.key)
+            .set(Step::Reservation, reserve_started.elapsed());
+        Ok(())
+    }
+
+    async fn release(&mut self, reservation: &Reservation) {
+        release(self.node, &reservation.id).await;
+        set_terminating(self.node, &reservation.victims, false);
+    }
+
+    fn pending(&self) -> Vec<Pending> {
+        let store = self.node.store();
+        deferred_in(&store)
+            .map(|(key, p)| Pending {
+                identity: p.pod.metadata.uid.clone().unwrap_or_else(|| key.clone()),
+                key: key.clone(),
+                priority: p.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+            })
+            .collect()
+    }
+
+    fn replanned(&mut self, resize: &Resize, first: &str) {
+        tracing::info!(pod = %resize.key, preempted_by = %first, "re-planning: a higher-priority resize arrived");
+        self.node.wake.notify_one();
+    }
+
+    /// As the scheduler and the kubelet evict: `DisruptionTarget`, `Preempted`, `Killing`,
+    /// SIGTERM, SIGKILL after the grace period, cgroups removed.
+    async fn evict(
+        &mut self,
+        resize: &Resize,
+        _decision: &Decision,
+        reservation: &Reservation,
+    ) -> Result<(), String> {
+        let evict_started = Instant::now();
+        let victims = start_eviction(
+            self.node,
+            &resize.key,
+            &resize.uid,
+            &reservation.victims,
+            &reservation.id,
+        );
+        let results = futures::future::join_all(
+            victims
+                .into_iter()
+                .map(|(_, runtime, grace)| runtime.terminate(grace)),
         )
-    };
-    latencies.set(
-        Step::DeferredDetected,
-        detected - requested_at.unwrap_or(detected),
-    );
-    latencies.set(Step::Decision, detected.elapsed());
-    let outcome = |latencies, error| Served {
-        pod: key.to_string(),
-        decision: decision.clone(),
-        latencies,
-        error,
-    };
-    if decision.outcome != Outcome::Preempt {
-        tracing::info!(outcome = decision.outcome.as_str(), message = %decision.message, "not preempting");
-        return Ok(outcome(None, None));
-    }
-
-    // 2. Reserve the extra room. The victims stop counting in headroomd from here on: their room
-    //    is the reservation's.
-    let reserve_started = Instant::now();
-    let victim_keys: Vec<String> = decision
-        .victims
-        .iter()
-        .map(|v| format!("{}/{}", v.namespace, v.name))
-        .collect();
-    set_terminating(node, &victim_keys, true);
-    // headroomd ids allow [A-Za-z0-9._:-].
-    let reservation = format!("{uid}:{generation}");
-    let extra = request
-        .requested
-        .saturating_sub(request.admitted)
-        .max(Resources::ZERO);
-    // Already out of headroomd's Pod source (terminating); named anyway, as the Kubernetes
-    // backend names them, so the reservation says what it is waiting for.
-    let victim_uids: Vec<String> = decision
-        .victims
-        .iter()
-        .filter(|v| !v.uid.is_empty())
-        .map(|v| v.uid.clone())
-        .collect();
-    if let Err(e) = reserve(node, &reservation, &uid, extra, victim_uids).await {
-        set_terminating(node, &victim_keys, false);
-        tracing::warn!(error = %e, "no reservation; nobody evicted");
-        return Ok(outcome(None, Some(e.to_string())));
-    }
-    latencies.set(Step::Reservation, reserve_started.elapsed());
-
-    // A higher-priority resize that arrived on this node while this one was being decided
-    // goes first (as in the scheduler): give the room back and re-plan before anyone is evicted.
-    if let Some(first) = more_important_pending(node, key, cycle) {
-        release(node, &reservation).await;
-        set_terminating(node, &victim_keys, false);
-        tracing::info!(preempted_by = %first, "re-planning: a higher-priority resize arrived");
-        node.wake.notify_one();
-        return Ok(outcome(
-            None,
-            Some(format!(
-                "re-planned: {first} has a higher-priority resize pending"
-            )),
-        ));
-    }
-
-    // 3. Evict.
-    let evict_started = Instant::now();
-    let victims = start_eviction(node, key, &uid, &victim_keys, &reservation);
-    let grace = |rt: &(String, PodRuntime, Duration)| rt.2;
-    let results = futures::future::join_all(victims.into_iter().map(|v| {
-        let g = grace(&v);
-        v.1.terminate(g)
-    }))
-    .await;
-    for r in results {
-        if let Err(e) = r {
-            tracing::warn!(error = %e, "victim cleanup incomplete");
-        }
-    }
-    remove_victims(node, &victim_keys);
-    latencies.set(Step::VictimsTerminated, evict_started.elapsed());
-
-    // 4. The kubelet retries the pending resize once Pods were removed.
-    let admission = {
-        let mut store = node.store();
-        resize::admit(&mut store, key, &node.config)?
-    };
-    let error = match admission {
-        Admission::Fits(plan) => match node.actuate(plan).await {
-            Ok(t) => {
-                latencies.set(Step::Actuation, t.actuation);
-                latencies.set(Step::CgroupWrites, t.cgroup_writes);
-                latencies.set(Step::Verified, t.verified);
-                latencies.total_ns = Some(super::latency::nanos(requested_at.unwrap_or(detected).elapsed()));
-                None
+        .await;
+        for r in results {
+            if let Err(e) = r {
+                tracing::warn!(error = %e, "victim cleanup incomplete");
             }
-            Err(e) => Some(e),
-        },
-        other => {
-            release(node, &reservation).await;
-            Some(format!(
-                "after preemption the kubelet still did not admit the resize: {other:?}"
-            ))
         }
-    };
-    node.record_latency(latencies.clone());
-    Ok(outcome(Some(latencies), error))
+        remove_victims(self.node, &reservation.victims);
+        self.latencies(&resize.key)
+            .set(Step::VictimsTerminated, evict_started.elapsed());
+        Ok(())
+    }
+
+    /// The kubelet retries the pending resize once Pods were removed, and actuates it.
+    async fn follow(&mut self, resize: &Resize, reservation: Reservation) -> Self::Followed {
+        let node = self.node;
+        let admission = {
+            let mut store = node.store();
+            resize::admit(&mut store, &resize.key, &node.config)
+        };
+        let mut latencies = self.latencies(&resize.key).clone();
+        let error = match admission {
+            Ok(Admission::Fits(plan)) => match node.actuate(plan).await {
+                Ok(t) => {
+                    latencies.set(Step::Actuation, t.actuation);
+                    latencies.set(Step::CgroupWrites, t.cgroup_writes);
+                    latencies.set(Step::Verified, t.verified);
+                    let since = self
+                        .requested_at
+                        .get(&resize.key)
+                        .copied()
+                        .flatten()
+                        .unwrap_or(self.started);
+                    latencies.total_ns = Some(super::latency::nanos(since.elapsed()));
+                    None
+                }
+                Err(e) => Some(e),
+            },
+            other => {
+                release(node, &reservation.id).await;
+                Some(match other {
+                    Ok(other) => {
+                        format!("after preemption the kubelet still did not admit the resize: {other:?}")
+                    }
+                    Err(e) => e.to_string(),
+                })
+            }
+        };
+        node.record_latency(latencies.clone());
+        (latencies, error)
+    }
 }
 
 fn set_terminating(node: &StandaloneNode, keys: &[String], on: bool) {
@@ -257,42 +295,8 @@ fn set_terminating(node: &StandaloneNode, keys: &[String], on: bool) {
     node.sync_pod_source(&store);
 }
 
-async fn reserve(
-    node: &StandaloneNode,
-    id: &str,
-    uid: &str,
-    amount: Resources,
-    releasing_pod_uids: Vec<String>,
-) -> Result<(), StandaloneError> {
-    let mut client = node.headroomd().await?;
-    let ttl = u32::try_from(node.config.reservation_ttl.as_secs())
-        .unwrap_or(u32::MAX)
-        .max(1);
-    client
-        .reserve(pb::ReserveRequest {
-            reservation_id: id.to_string(),
-            pod: uid.to_string(),
-            amount: Some(pb::ResourceAmount {
-                cpu_millis: Some(amount.cpu_millis),
-                memory_bytes: Some(amount.memory_bytes),
-                ..pb::ResourceAmount::default()
-            }),
-            ttl_seconds: ttl,
-            releasing_pod_uids,
-        })
-        .await
-        .map_err(|s| StandaloneError::Headroomd(format!("Reserve: {}", s.message())))?;
-    Ok(())
-}
-
 async fn release(node: &StandaloneNode, id: &str) {
-    if let Ok(mut client) = node.headroomd().await {
-        let _ = client
-            .release(pb::ReleaseRequest {
-                reservation_id: id.to_string(),
-            })
-            .await;
-    }
+    let _ = node.headroomd().release(id).await;
 }
 
 /// The scheduler's part (`DisruptionTarget`, `Preempted`) and the kubelet's (`Killing` per

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use clap::Subcommand;
+use headroom_client::kubectl::{human_duration, table};
 use headroom_proto::v1::{self as pb, standalone_client::StandaloneClient};
-use headroomd::kubectl::{human_duration, table};
 
 #[derive(Subcommand)]
 pub enum ShimCommand {
@@ -48,14 +48,12 @@ fn status(e: tonic::Status) -> anyhow::Error {
 }
 
 pub async fn run(socket: &Path, command: ShimCommand) -> anyhow::Result<()> {
-    let channel = headroomd::server::client::connect_uds(socket)
-        .await
-        .with_context(|| {
-            format!(
-                "connect to headroom-shim at {} (is `headroom-shim standalone` running? --shim-socket?)",
-                socket.display()
-            )
-        })?;
+    let channel = headroom_client::connect_uds(socket).await.with_context(|| {
+        format!(
+            "connect to headroom-shim at {} (is `headroom-shim standalone` running? --shim-socket?)",
+            socket.display()
+        )
+    })?;
     let mut c = StandaloneClient::new(channel);
     match command {
         ShimCommand::Resize {

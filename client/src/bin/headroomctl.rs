@@ -219,14 +219,12 @@ fn pods_table(pods: &[pb::PodPressure]) -> String {
 }
 
 async fn client(socket: &PathBuf) -> anyhow::Result<HeadroomClient<Channel>> {
-    headroomd::server::client::headroom_client(socket)
-        .await
-        .with_context(|| {
-            format!(
-                "connect to headroomd at {} (is it running? --socket?)",
-                socket.display()
-            )
-        })
+    headroom_client::headroom_client(socket).await.with_context(|| {
+        format!(
+            "connect to headroomd at {} (is it running? --socket?)",
+            socket.display()
+        )
+    })
 }
 
 fn status(e: tonic::Status) -> anyhow::Error {
@@ -237,7 +235,7 @@ async fn health(socket: &std::path::Path, service: String) -> anyhow::Result<()>
     use tonic_health::pb::{
         HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
     };
-    let channel = headroomd::server::client::connect_uds(socket)
+    let channel = headroom_client::connect_uds(socket)
         .await
         .with_context(|| format!("connect to headroomd at {}", socket.display()))?;
     let response = tokio::time::timeout(

@@ -1,0 +1,44 @@
+//! Clients of headroomd's gRPC API (`headroom.v1`), apart from the daemon so that a client (the
+//! scheduler shim, headroomctl, benchmarks) links neither the probes nor the actuator.
+//!
+//! - [`connect`]: a channel over headroomd's Unix socket, or to its TCP listener (mutual TLS).
+//! - [`Headroomd`]: a typed client (`GetHeadroom`, `WatchHeadroom`, `Reserve`, `Release`,
+//!   `ApplyResize`) that bounds every call and reconnects after a failure.
+//! - [`kubectl`]: output that reads like `kubectl`'s.
+//! - [`error_chain`]: an error and its sources in one line.
+//!
+//! The `headroomctl` binary lives here too, behind the default feature `headroomctl`.
+
+pub mod connect;
+pub mod headroomd;
+pub mod kubectl;
+
+pub use connect::{connect_tcp, connect_uds, headroom_client};
+pub use headroomd::{Headroomd, HeadroomdError, RPC_TIMEOUT};
+
+/// `error` and its sources, joined by ": " (what tonic, aya and kube errors need to say why).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn the_chain_names_every_source() {
+        let e = Outer(std::io::Error::other("inner"));
+        assert_eq!(error_chain(&e), "outer: inner");
+    }
+}
