@@ -96,9 +96,7 @@ fn version_ldflags() -> String {
 fn go_toolchain() -> Result<String> {
     let output = Command::new("go").arg("version").output();
     match output {
-        Ok(out) if out.status.success() => {
-            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-        }
+        Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
         Ok(out) => bail!(
             "the Go toolchain is broken: `go version` said {}",
             String::from_utf8_lossy(&out.stderr).trim()

@@ -3,6 +3,7 @@
 //! Every step is idempotent and prints one progress line (`xtask: …`), so a second run on a
 //! set-up machine is fast and says what it skipped.
 mod fuzz;
+mod k8s;
 mod lint;
 mod setup;
 mod vm;
@@ -30,6 +31,9 @@ enum Task {
     BuildEbpf,
     /// Set up, build the probes, then build every binary in release mode.
     Build,
+    /// Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
+    /// their Go modules (`k8s/`) into target/k8s/<version>/, once per version.
+    BuildK8s,
     /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
     Demo {
         /// Extra arguments for the demo.
@@ -83,6 +87,7 @@ fn main() -> Result<()> {
     match cli.task {
         Task::Setup => setup::install_missing(),
         Task::BuildEbpf => build_ebpf(&root).map(drop),
+        Task::BuildK8s => k8s::build(&root).map(drop),
         Task::Build => {
             setup::install_missing()?;
             build_ebpf(&root)?;
@@ -145,9 +150,19 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
         lint::kubernetes_shim(root)?;
         lint::other_workspaces(root)?;
     }
+    // The real control plane the Kubernetes tests start (built once per version).
+    let k8s_bin = k8s::build(root)?;
+    if !no_lint {
+        progress("lint: gofmt -l && go vet ./... (k8s/)");
+        k8s::lint(root)?;
+    }
     let mut test = Command::new("cargo");
-    test.current_dir(root)
-        .args(["test", "--workspace", "--", "--test-threads=1"]);
+    test.current_dir(root).env("HEADROOM_K8S_BIN", &k8s_bin).args([
+        "test",
+        "--workspace",
+        "--",
+        "--test-threads=1",
+    ]);
     if is_root() {
         // On these machines the privileged tests must run: a skip becomes a failure.
         test.env("HEADROOM_REQUIRE_PRIVILEGED", "1");
@@ -181,7 +196,14 @@ fn soak(root: &Path, args: &[&str]) -> Result<()> {
 }
 
 /// Benchmarks in the order a report reads them.
-const BENCHMARKS: &[&str] = &["probes", "pipeline", "actuation", "shim", "e2e"];
+const BENCHMARKS: &[&str] = &[
+    "probes",
+    "pipeline",
+    "actuation",
+    "shim",
+    "e2e",
+    "kube_preemption",
+];
 
 fn bench(root: &Path, names: &[String], quick: bool) -> Result<()> {
     let available: Vec<&str> = BENCHMARKS
