@@ -5,6 +5,7 @@
 mod fuzz;
 mod setup;
 mod vm;
+mod vm;
 
 use std::{
     path::{Path, PathBuf},
@@ -67,6 +68,16 @@ enum Task {
         #[arg(long)]
         write_docs: bool,
     },
+    /// The kernel tests on the host and in a qemu guest with Debian's 6.1 kernel and pure
+    /// cgroup v2; writes the kernel support table to target/kernels/kernels.md.
+    VmTest {
+        /// Also copy the table to docs/kernels.md.
+        #[arg(long)]
+        write_docs: bool,
+        /// Only the guest (keeps the host's records from the last run).
+        #[arg(long)]
+        guest_only: bool,
+    },
     /// Soak test: continuous preempting resizes on a standalone node (root), figures in
     /// target/bench/soak.json.
     Soak {
@@ -106,6 +117,11 @@ fn main() -> Result<()> {
             setup::install_missing()?;
             build_ebpf(&root)?;
             vm::kernel_tests(&root, false, write_docs)
+        }
+        Task::VmTest { write_docs, guest_only } => {
+            setup::install_missing()?;
+            build_ebpf(&root)?;
+            vm::kernel_tests(&root, guest_only, write_docs)
         }
         Task::Soak { minutes } => {
             setup::install_missing()?;
@@ -157,7 +173,14 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     let _ = std::fs::remove_file(&records);
     std::fs::create_dir_all(root.join("target/kernels"))?;
     test.env("HEADROOM_FIGURES", &records);
+    // The kernel tests' probe-versus-kernel figures, for the kernel support table.
+    let records = vm::host_records(root);
+    let _ = std::fs::remove_file(&records);
+    std::fs::create_dir_all(root.join("target/kernels"))?;
+    test.env("HEADROOM_FIGURES", &records);
     run(&mut test)?;
+    progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
+    vm::kernel_tests(root, true, false)?;
     progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
     vm::kernel_tests(root, true, false)?;
     if !no_bench {

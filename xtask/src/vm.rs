@@ -343,7 +343,9 @@ fn shell_quote(arg: &str) -> String {
 fn init_script(modules: &[(String, PathBuf)], tests: &[GuestTest]) -> String {
     let mut s = String::from(
         r#"#!/bin/sh
-export PATH=/bin HOME=/root TMPDIR=/var/tmp HEADROOM_REQUIRE_PRIVILEGED=1 RUST_BACKTRACE=1
+export PATH=/bin HOME=/root TMPDIR=/var/tmp RUST_BACKTRACE=1
+# The guest exists to run these: a skip is a failure.
+export HEADROOM_REQUIRE_PRIVILEGED=1 HEADROOM_REQUIRE_CGROUP_V2=1
 fail() { echo "@@headroom-vm setup-failed $*"; poweroff -f; }
 mount -t proc proc /proc || fail mount proc
 mount -t sysfs sysfs /sys || fail mount sysfs
@@ -664,41 +666,51 @@ fn forward_lines(pipe: impl std::io::Read, send: &mpsc::Sender<String>) {
     }
 }
 
-/// Builds `cargo test -p PACKAGE --test TEST --no-run` and returns the binary's path.
-pub(crate) fn test_binary(root: &Path, package: &str, test: &str) -> Result<PathBuf> {
+/// Builds the workspace's tests (`cargo test --workspace --no-run`: the feature set of
+/// `cargo xtask test`'s own run, so nothing is rebuilt) and returns the binaries of `wanted`
+/// (package, integration test) in order.
+pub(crate) fn test_binaries(root: &Path, wanted: &[(&str, &str)]) -> Result<Vec<PathBuf>> {
+    let args = ["test", "--workspace", "--no-run"];
     let out = Command::new("cargo")
         .current_dir(root)
-        .args([
-            "test",
-            "-p",
-            package,
-            "--test",
-            test,
-            "--no-run",
-            "--message-format=json",
-        ])
+        .args(args)
+        .arg("--message-format=json")
         .stderr(Stdio::inherit())
         .output()
         .context("run cargo test --no-run")?;
     if !out.status.success() {
-        bail!("cargo test -p {package} --test {test} --no-run failed");
+        // The compiler's messages went to stdout as JSON: build again for readable ones.
+        let _ = Command::new("cargo").current_dir(root).args(args).status();
+        bail!("cargo test --workspace --no-run failed");
     }
-    // Lines of JSON; the artifact line of the test target carries `"executable":"<path>"`.
-    let wanted = format!("\"name\":\"{test}\"");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains(&wanted))
-        .find_map(|l| {
-            let (_, rest) = l.split_once("\"executable\":\"")?;
-            let (path, _) = rest.split_once('"')?;
-            Some(PathBuf::from(path))
+    wanted
+        .iter()
+        .map(|(package, test)| {
+            // One JSON object per line; the test target's artifact carries `"executable"`.
+            let name = format!("\"name\":\"{test}\"");
+            let id = format!("#{package}@");
+            text.lines()
+                .filter(|l| {
+                    l.contains("\"reason\":\"compiler-artifact\"")
+                        && l.contains("\"kind\":[\"test\"]")
+                        && l.contains(&name)
+                        && l.contains(&id)
+                })
+                .find_map(|l| {
+                    let (_, rest) = l.split_once("\"executable\":\"")?;
+                    let (path, _) = rest.split_once('"')?;
+                    Some(PathBuf::from(path))
+                })
+                .with_context(|| format!("cargo did not report the executable of {package}'s test {test}"))
         })
-        .with_context(|| format!("cargo did not report the executable of {package}'s test {test}"))
+        .collect()
 }
 
 /// Prefixes of the record lines the kernel tests print (and append to `$HEADROOM_FIGURES`):
 /// `headroom-kernel test=… release=… mode=… throttle=… runq=… attached=a,b refused=c`,
-/// `headroom-figure test=… what=… probe=… kernel=… tolerance=…`, `headroom-passed test=…`.
+/// `headroom-figure test=… probe=… kernel=… tolerance=… what=<free text>`,
+/// `headroom-passed test=…`.
 const RECORD_KERNEL: &str = "headroom-kernel ";
 const RECORD_FIGURE: &str = "headroom-figure ";
 const RECORD_PASSED: &str = "headroom-passed ";
@@ -726,6 +738,8 @@ pub(crate) struct KernelReport {
     started: Vec<String>,
     passed: Vec<String>,
     figures: Vec<Figure>,
+    /// libtest's summary per guest test binary (`probes_kernel: ok. 6 passed; 0 failed`).
+    binaries: Vec<String>,
 }
 
 fn fields(record: &str) -> impl Iterator<Item = (&str, &str)> {
@@ -739,7 +753,16 @@ impl KernelReport {
             place: place.to_owned(),
             ..Self::default()
         };
+        let mut binary = String::new();
         for line in lines {
+            if let Some((_, name)) = line.split_once(&format!("{MARK} begin ")) {
+                binary = name.trim().to_owned();
+            } else if let Some((_, summary)) = line.split_once("test result: ")
+                && !binary.is_empty()
+            {
+                let summary = summary.split("; 0 ignored").next().unwrap_or(summary);
+                report.binaries.push(format!("{binary}: {summary}"));
+            }
             if let Some((_, record)) = line.split_once(RECORD_KERNEL) {
                 for (key, value) in fields(record) {
                     let list = || {
@@ -763,21 +786,22 @@ impl KernelReport {
                     }
                 }
             } else if let Some((_, record)) = line.split_once(RECORD_FIGURE) {
+                // `what` is free text, last on the line.
+                let (record, what) = record.split_once(" what=").unwrap_or((record, ""));
                 let mut figure = Figure {
                     test: String::new(),
-                    what: String::new(),
+                    what: what.trim().to_owned(),
                     probe: String::new(),
                     kernel: String::new(),
                     tolerance: String::new(),
                 };
                 for (key, value) in fields(record) {
-                    let value = value.replace('_', " ");
+                    let value = value.to_owned();
                     match key {
-                        "test" => figure.test = value.replace(' ', "_"),
-                        "what" => figure.what = value,
+                        "test" => figure.test = value,
                         "probe" => figure.probe = value,
                         "kernel" => figure.kernel = value,
-                        "tolerance" => figure.tolerance = value,
+                        "tolerance" => figure.tolerance = value.replace('_', " "),
                         _ => {}
                     }
                 }
@@ -801,8 +825,8 @@ impl KernelReport {
 /// The kernel support table (Markdown), from the tests' own records.
 pub(crate) fn render_table(reports: &[KernelReport]) -> String {
     let mut out = String::from(
-        "| kernel | where | cgroup mode | throttle model | run-queue model | probes attached | probes refused | kernel tests passed |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| kernel | where | cgroup mode | throttle model | run-queue model | probes attached | probes refused | kernel tests passed | test binaries |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for r in reports {
         let passed: Vec<&str> = r
@@ -822,7 +846,7 @@ pub(crate) fn render_table(reports: &[KernelReport]) -> String {
             tests.push_str(&format!("; **not passed**: {}", failed.join(", ")));
         }
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n",
             or_dash(&r.release),
             r.place,
             or_dash(&r.mode),
@@ -835,7 +859,12 @@ pub(crate) fn render_table(reports: &[KernelReport]) -> String {
             } else {
                 r.refused.join(", ")
             },
-            tests
+            tests,
+            if r.binaries.is_empty() {
+                "probes_kernel".to_owned()
+            } else {
+                r.binaries.join("; ")
+            }
         ));
     }
     out.push_str("\n| kernel | test | comparison | probes | kernel's own figure | tolerance |\n|---|---|---|---|---|---|\n");
@@ -869,13 +898,28 @@ pub(crate) fn host_records(root: &Path) -> PathBuf {
 
 /// The test binaries run in the guest, built if needed.
 fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
-    progress("vm: cargo test -p headroom-daemon --test probes_kernel --no-run");
-    let probes = test_binary(root, "headroom-daemon", "probes_kernel")?;
-    Ok(vec![GuestTest {
-        name: "probes_kernel".into(),
-        binary: probes,
-        args: vec!["--test-threads=1".into(), "--nocapture".into()],
-    }])
+    progress("vm: cargo test --workspace --no-run (probes_kernel, actuator's v2_real)");
+    let binaries = test_binaries(
+        root,
+        &[
+            ("headroom-daemon", "probes_kernel"),
+            ("headroom-actuator", "v2_real"),
+        ],
+    )?;
+    let (probes, actuator) = (binaries[0].clone(), binaries[1].clone());
+    let args = vec!["--test-threads=1".into(), "--nocapture".into()];
+    Ok(vec![
+        GuestTest {
+            name: "probes_kernel".into(),
+            binary: probes,
+            args: args.clone(),
+        },
+        GuestTest {
+            name: "actuator_v2_real".into(),
+            binary: actuator,
+            args,
+        },
+    ])
 }
 
 /// Runs the kernel tests on the host (unless `host_done`: `cargo xtask test` already ran them
@@ -890,7 +934,7 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
         if let Some(parent) = records.parent() {
             fs::create_dir_all(parent)?;
         }
-        let binary = test_binary(root, "headroom-daemon", "probes_kernel")?;
+        let binary = test_binaries(root, &[("headroom-daemon", "probes_kernel")])?.remove(0);
         progress("kernel tests: probes_kernel on the host");
         host_result = run(Command::new(&binary)
             .arg("--test-threads=1")
