@@ -5,7 +5,6 @@
 mod fuzz;
 mod setup;
 mod vm;
-mod vm;
 
 use std::{
     path::{Path, PathBuf},
@@ -67,13 +66,6 @@ enum Task {
         /// Also copy the table to docs/kernels.md.
         #[arg(long)]
         write_docs: bool,
-    },
-    /// The kernel tests on the host and in a qemu guest with Debian's 6.1 kernel and pure
-    /// cgroup v2; writes the kernel support table to target/kernels/kernels.md.
-    VmTest {
-        /// Also copy the table to docs/kernels.md.
-        #[arg(long)]
-        write_docs: bool,
         /// Only the guest (keeps the host's records from the last run).
         #[arg(long)]
         guest_only: bool,
@@ -113,11 +105,6 @@ fn main() -> Result<()> {
             bench(&root, &names, quick)
         }
         Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
-        Task::VmTest { write_docs } => {
-            setup::install_missing()?;
-            build_ebpf(&root)?;
-            vm::kernel_tests(&root, false, write_docs)
-        }
         Task::VmTest { write_docs, guest_only } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
@@ -173,14 +160,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     let _ = std::fs::remove_file(&records);
     std::fs::create_dir_all(root.join("target/kernels"))?;
     test.env("HEADROOM_FIGURES", &records);
-    // The kernel tests' probe-versus-kernel figures, for the kernel support table.
-    let records = vm::host_records(root);
-    let _ = std::fs::remove_file(&records);
-    std::fs::create_dir_all(root.join("target/kernels"))?;
-    test.env("HEADROOM_FIGURES", &records);
     run(&mut test)?;
-    progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
-    vm::kernel_tests(root, true, false)?;
     progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
     vm::kernel_tests(root, true, false)?;
     if !no_bench {
