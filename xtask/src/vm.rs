@@ -49,6 +49,11 @@ pub(crate) struct GuestTest {
     pub binary: PathBuf,
     /// Arguments inside the guest.
     pub args: Vec<String>,
+    /// Extended regular expressions its output must match (each on some line), besides exit
+    /// status 0.
+    pub expect: Vec<String>,
+    /// Ones it must not match.
+    pub reject: Vec<String>,
 }
 
 /// What came back from a guest run.
@@ -129,7 +134,11 @@ fn newest_kernel_package() -> Result<Option<String>> {
         .args(["policy", KERNEL_PACKAGES])
         .output()
         .context("run apt-cache (is this a Debian machine?)")?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(newest_candidate(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// From `apt-cache policy` text: the package with the highest ABI number that has a candidate.
+fn newest_candidate(text: &str) -> Option<String> {
     let mut current = None;
     let mut best: Option<(u32, String)> = None;
     for line in text.lines() {
@@ -147,7 +156,7 @@ fn newest_kernel_package() -> Result<Option<String>> {
             best = Some((abi, name.clone()));
         }
     }
-    Ok(best.map(|(_, name)| name))
+    best.map(|(_, name)| name)
 }
 
 /// The kernel under `target/vm/kernel/<package>/`, fetched on first use.
@@ -366,11 +375,27 @@ echo "@@headroom-vm kernel release=$(uname -r) cgroup=v2 controllers=$(cat /sys/
     );
     for test in tests {
         let args: Vec<String> = test.args.iter().map(|a| shell_quote(a)).collect();
+        let name = &test.name;
         s.push_str(&format!(
-            "echo \"@@headroom-vm begin {name}\"\n/tests/{name} {args}\necho \"@@headroom-vm end {name} rc=$?\"\n",
-            name = test.name,
-            args = args.join(" ")
+            "echo \"@@headroom-vm begin {name}\"\nset -o pipefail\n/tests/{name} {} 2>&1 | tee /tmp/{name}.out\nrc=$?\nset +o pipefail\n",
+            args.join(" ")
         ));
+        let plain = |pattern: &str| pattern.replace(['"', '$', '`', '\\'], ".");
+        for pattern in &test.expect {
+            s.push_str(&format!(
+                "grep -Eq {} /tmp/{name}.out || {{ echo \"@@headroom-vm {name} output lacks {}\"; [ $rc -eq 0 ] && rc=98; }}\n",
+                shell_quote(pattern),
+                plain(pattern)
+            ));
+        }
+        for pattern in &test.reject {
+            s.push_str(&format!(
+                "grep -Eq {} /tmp/{name}.out && {{ echo \"@@headroom-vm {name} output has {}\"; [ $rc -eq 0 ] && rc=98; }}\n",
+                shell_quote(pattern),
+                plain(pattern)
+            ));
+        }
+        s.push_str(&format!("echo \"@@headroom-vm end {name} rc=$rc\"\n"));
     }
     s.push_str("sync\necho \"@@headroom-vm done\"\npoweroff -f\n");
     s
@@ -388,6 +413,7 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
         "tmp",
         "var/tmp",
         "root",
+        "run",
         "tests",
         "lib/modules",
         "etc",
@@ -907,18 +933,17 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
         ],
     )?;
     let (probes, actuator) = (binaries[0].clone(), binaries[1].clone());
-    let args = vec!["--test-threads=1".into(), "--nocapture".into()];
+    let args: Vec<String> = vec!["--test-threads=1".into(), "--nocapture".into()];
+    let test = |name: &str, binary: PathBuf, args: Vec<String>| GuestTest {
+        name: name.into(),
+        binary,
+        args,
+        expect: Vec::new(),
+        reject: Vec::new(),
+    };
     Ok(vec![
-        GuestTest {
-            name: "probes_kernel".into(),
-            binary: probes,
-            args: args.clone(),
-        },
-        GuestTest {
-            name: "actuator_v2_real".into(),
-            binary: actuator,
-            args,
-        },
+        test("probes_kernel", probes, args.clone()),
+        test("actuator_v2_real", actuator, args),
     ])
 }
 
@@ -945,7 +970,12 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
     let host = KernelReport::parse("host", host_text.lines());
     let tests = guest_tests(root)?;
     let started = Instant::now();
-    let guest_result = vm_test(root, &tests, GUEST_LIMIT);
+    // `HEADROOM_VM_LIMIT_SECS` shortens the limit, to check that a hang is cut off.
+    let limit = std::env::var("HEADROOM_VM_LIMIT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(GUEST_LIMIT, Duration::from_secs);
+    let guest_result = vm_test(root, &tests, limit);
     let guest = match &guest_result {
         Ok(run) => KernelReport::parse("qemu guest (TCG)", run.console.iter().map(String::as_str)),
         Err(_) => {
@@ -995,4 +1025,66 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
         progress("kernel tests: docs/kernels.md updated");
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_installable_kernel_package() {
+        let policy = "linux-image-6.1.0-9-cloud-amd64-unsigned:\n  Installed: (none)\n  Candidate: 6.1.27-1\n\
+                      linux-image-6.1.0-57-cloud-amd64-unsigned:\n  Installed: (none)\n  Candidate: 6.1.192-3\n\
+                      linux-image-6.1.0-58-cloud-amd64-unsigned:\n  Installed: (none)\n  Candidate: (none)\n";
+        assert_eq!(
+            newest_candidate(policy).as_deref(),
+            Some("linux-image-6.1.0-57-cloud-amd64-unsigned")
+        );
+        assert_eq!(newest_candidate(""), None);
+    }
+
+    #[test]
+    fn records_make_the_table() {
+        let console = [
+            "@@headroom-vm begin probes_kernel",
+            "test a ... headroom-kernel test=throttling release=6.1.0-57 mode=v2 throttle=CfsRqThrottled runq=SchedInfo attached=sched_switch,mark refused=",
+            "headroom-figure test=throttling probe=61 kernel=60 tolerance=5% what=throttle episodes vs nr_throttled",
+            "headroom-passed test=throttling",
+            "headroom-kernel test=oom release=6.1.0-57 mode=v2 throttle=CfsRqThrottled runq=SchedInfo attached=sched_switch,mark refused=",
+            "test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured",
+        ];
+        let report = KernelReport::parse("guest", console);
+        let table = render_table(&[report]);
+        assert!(
+            table.contains(
+                "| 6.1.0-57 | guest | v2 | CfsRqThrottled | SchedInfo | 2 (sched_switch, mark) | none |"
+            ),
+            "{table}"
+        );
+        // `oom` started but never passed: named as such.
+        assert!(table.contains("1/2: throttling; **not passed**: oom"), "{table}");
+        assert!(table.contains("probes_kernel: ok. 2 passed; 0 failed"), "{table}");
+        assert!(
+            table.contains("| 6.1.0-57 | throttling | throttle episodes vs nr_throttled | 61 | 60 | 5% |"),
+            "{table}"
+        );
+        assert!(KernelReport::parse("host", ["unrelated"]).is_empty());
+    }
+
+    #[test]
+    fn module_dependencies_from_modinfo() {
+        let dir = std::env::temp_dir().join(format!("headroom-vm-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("virtio_blk.ko");
+        fs::write(
+            &file,
+            b"\x7fELF...license=GPL\0depends=virtio,virtio_ring\0intree=Y\0",
+        )
+        .unwrap();
+        assert_eq!(module_depends(&file).unwrap(), ["virtio", "virtio_ring"]);
+        fs::write(&file, b"\x7fELF...depends=\0").unwrap();
+        assert!(module_depends(&file).unwrap().is_empty());
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
