@@ -36,7 +36,7 @@ const MARK: &str = "@@headroom-vm";
 
 /// Console lines after which the guest cannot recover: stop it at once rather than wait for the
 /// time limit.
-const FATAL: &[&str] = &["Kernel panic", "BUG: soft lockup", "rcu_sched detected stalls"];
+const FATAL: &[&str] = &["Kernel panic", "BUG: soft lockup", "detected stalls on CPUs"];
 
 /// Console lines shown when a guest run fails.
 const TAIL_LINES: usize = 60;
@@ -480,6 +480,8 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
     if !cpio.success() || !found.success() {
         bail!("packing {} failed (find {found}, cpio {cpio})", image.display());
     }
+    // The staging tree is a copy of what the image holds: not kept (disk space is shared).
+    let _ = fs::remove_dir_all(&dir);
     let size = fs::metadata(&image)?.len();
     progress(&format!(
         "vm: initramfs {} ({} MiB: busybox, {} test binaries, {} shared libraries, {} modules)",
