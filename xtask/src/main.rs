@@ -105,7 +105,10 @@ fn main() -> Result<()> {
             bench(&root, &names, quick)
         }
         Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
-        Task::VmTest { write_docs, guest_only } => {
+        Task::VmTest {
+            write_docs,
+            guest_only,
+        } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
             vm::kernel_tests(&root, guest_only, write_docs)

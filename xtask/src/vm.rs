@@ -81,7 +81,10 @@ pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration) -> Resu
     let kernel = kernel(&vm_dir)?;
     let initramfs = initramfs(&vm_dir, &kernel, tests)?;
     let disk = scratch_disk(&vm_dir)?;
-    boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit)
+    let result = boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit);
+    // Made afresh each run; what the tests wrote to it is of no use afterwards.
+    let _ = fs::remove_file(&disk);
+    result
 }
 
 /// qemu, mkfs.ext4 and busybox: installed through apt when missing, or a failure naming what
