@@ -55,14 +55,21 @@ impl CgroupKey {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CgroupStats {
-    /// Throttle episodes: a task of this cgroup was switched out because the cgroup's CFS
-    /// bandwidth ran out while no episode of the cgroup was open. With one episode per period
-    /// (quota ≥ the 5 ms bandwidth slice) this equals `cpu.stat` `nr_throttled`.
+    /// Throttled periods, as `cpu.stat` `nr_throttled` (and cAdvisor's
+    /// `container_cpu_cfs_throttled_periods_total`) count them. An episode runs from a task of
+    /// the cgroup switched out because its CFS bandwidth ran out (while none was open) to the
+    /// switch-in or exit of one of its throttled tasks; it adds the bandwidth periods the
+    /// kernel's period timer accounted meanwhile (`cfs_bandwidth.nr_periods`), which is one
+    /// per episode unless the timer ran late and refilled several periods at once. Where the
+    /// kernel's BTF lacks those fields, each episode adds one.
     pub throttle_episodes: u64,
-    /// Nanoseconds from the throttled switch-out that opened an episode to the switch-in (or
-    /// exit) of a throttled task of the cgroup that closed it, on whichever CPU. For a cgroup
-    /// throttled on one CPU at a time this equals `cpu.stat` `throttled_time`; the kernel sums
-    /// over CPUs where this counts wall time.
+    /// Nanoseconds the cgroup's run queues spent throttled, summed over CPUs as the kernel's
+    /// `cpu.stat` `throttled_time`/`throttled_usec` (and cAdvisor's
+    /// `container_cpu_cfs_throttled_seconds_total`) do: each CPU's queue counts from its
+    /// throttled switch-out to the switch-in (or exit) of one of its throttled tasks, cut back
+    /// to the period boundary when the period timer refilled the quota meanwhile (the task
+    /// may wait for its CPU after the kernel unthrottled it). Two CPUs throttled for 80 ms
+    /// count 160 ms.
     pub throttled_ns: u64,
     /// Number of run-queue latency samples. (Before the histogram: every context switch
     /// updates these two and one bucket, so they share the cache line of the fields above.)
@@ -197,6 +204,16 @@ pub struct ProbeConfig {
     pub rq_clock: u32,
     /// `cgroup_subsys_state.id` (the index into the run-queue slots).
     pub css_id: u32,
+    /// `task_struct.sched_task_group` (the task's `struct task_group`); 0 when the group's
+    /// CFS bandwidth fields below are not in this kernel's BTF.
+    pub task_sched_task_group: u32,
+    /// `task_group.cfs_bandwidth.nr_periods`: bandwidth periods the kernel's timer accounted.
+    pub tg_nr_periods: u32,
+    /// `task_group.cfs_bandwidth.period` (ns).
+    pub tg_period: u32,
+    /// `task_group.cfs_bandwidth.period_timer.node.expires`: the next period boundary
+    /// (CLOCK_MONOTONIC, the BPF clock).
+    pub tg_period_expires: u32,
     /// Padding (keeps the size a multiple of 8).
     pub pad: u32,
 }
@@ -246,6 +263,10 @@ impl ProbeConfig {
         cfs_rq_rq: 0,
         rq_clock: 0,
         css_id: 0,
+        task_sched_task_group: 0,
+        tg_nr_periods: 0,
+        tg_period: 0,
+        tg_period_expires: 0,
         pad: 0,
     };
 }
@@ -308,7 +329,7 @@ mod user {
 
     const _: () = assert!(core::mem::size_of::<super::CgroupKey>() == 16);
     const _: () = assert!(core::mem::size_of::<super::CgroupStats>() == 8 * (2 + 32 + 2 + 5));
-    const _: () = assert!(core::mem::size_of::<super::ProbeConfig>() == 4 * 26);
+    const _: () = assert!(core::mem::size_of::<super::ProbeConfig>() == 4 * 30);
     const _: () = assert!(core::mem::size_of::<super::RunqSlot>() == 16 + 8 * (2 + 32));
     const _: () = assert!(core::mem::size_of::<super::ProbeEvent>() == 4 + 4 + 8 + 16 + 16 + 16);
 }

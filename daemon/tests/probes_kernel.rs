@@ -14,14 +14,38 @@ use std::{
 
 use headroom_common::{CgroupKey, CgroupStats, EventKind};
 use headroomd::probes::{ProbeError, ProbeOptions, Probes};
-use support::{KERNEL, TestCgroup, skip_reason, spawn_in, stop};
+use support::{
+    KERNEL, TestCgroup, cgroup_layout, figure, kernel_release, passed, record, skip_reason, spawn_in, stop,
+    within,
+};
 
 fn load_probes(test: &str) -> Option<Probes> {
     if skip_reason(test).is_some() {
         return None;
     }
     match Probes::load(&ProbeOptions::default()) {
-        Ok(probes) => Some(probes),
+        Ok(probes) => {
+            let names = |attached: bool| {
+                probes
+                    .programs
+                    .iter()
+                    .filter(|p| p.error.is_none() == attached)
+                    .map(|p| p.program)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            // What the kernel support table (docs/kernels.md) is made of.
+            record(&format!(
+                "headroom-kernel test={test} release={} mode={} throttle={:?} runq={:?} attached={} refused={}",
+                kernel_release(),
+                cgroup_layout(),
+                probes.throttle_model,
+                probes.runq_model,
+                names(true),
+                names(false)
+            ));
+            Some(probes)
+        }
         Err(ProbeError::NotBuilt) if std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_none() => {
             eprintln!("SKIPPED {test}: probes not built (run `cargo xtask build-ebpf`)");
             None
@@ -39,60 +63,88 @@ fn stats_of(probes: &mut Probes, key: CgroupKey) -> CgroupStats {
         .unwrap_or(CgroupStats::ZERO)
 }
 
-fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
-    (actual - expected).abs() <= expected * tolerance
-}
-
-#[test]
-fn throttling_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
+/// Busy loops `loops` (one per entry: the CPU to pin it to, or none) run for `seconds` in a
+/// cgroup limited to `quota_us` per 100 ms, beside an unthrottled busy sibling; the probes'
+/// episodes and throttled time must agree with `cpu.stat`, and the sibling shows none.
+fn throttle_case(test: &str, loops: &[Option<u32>], quota_us: u64, seconds: u64) {
     let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut probes) = load_probes("throttling_matches_cpu_stat") else {
+    let Some(mut probes) = load_probes(test) else {
         return;
     };
     let cpu = probes.host.cpu.clone();
     let throttled = TestCgroup::create(&cpu.mount, "throttled");
     let sibling = TestCgroup::create(&cpu.mount, "unthrottled");
-    // 10% quota at the default 100 ms period. The kernel's `nr_throttled` counts throttled
-    // *periods*; with a 10 ms quota (twice the 5 ms bandwidth slice) each episode lasts one
-    // period, so episodes and periods agree. (With a quota below the slice, one episode can
-    // span several periods while the cgroup repays overrun runtime: then they differ.)
-    throttled.write("cpu.cfs_period_us", "100000");
-    throttled.write("cpu.cfs_quota_us", "10000");
-    assert_eq!(throttled.stat("cpu.stat", "nr_throttled "), 0);
+    // The kernel's `nr_throttled` counts throttled *periods*; with a quota of at least twice
+    // the 5 ms bandwidth slice each episode lasts one period, so episodes and periods agree.
+    // (With a quota below the slice, one episode can span several periods while the cgroup
+    // repays overrun runtime: then they differ.)
+    throttled.set_cpu_quota(quota_us, 100_000);
+    assert_eq!(throttled.cpu_throttled().0, 0);
 
-    let busy = spawn_in(&[&throttled], "sh -c 'while :; do :; done'");
+    let busy: Vec<_> = loops
+        .iter()
+        .map(|pin| {
+            let command = match pin {
+                Some(cpu) => format!("taskset -c {cpu} sh -c 'while :; do :; done'"),
+                None => "sh -c 'while :; do :; done'".to_owned(),
+            };
+            spawn_in(&[&throttled], &command)
+        })
+        .collect();
     let free = spawn_in(&[&sibling], "sh -c 'while :; do :; done'");
-    // About 60 episodes: a window edge can cut one, which stays within 5%.
-    std::thread::sleep(Duration::from_secs(6));
-    let busy_status = stop(busy);
+    std::thread::sleep(Duration::from_secs(seconds));
+    let statuses: Vec<_> = busy.into_iter().map(stop).collect();
     stop(free);
     // One more period, so the kernel's period timer books the last episode too.
     std::thread::sleep(Duration::from_millis(250));
-    assert!(
-        busy_status.signal().is_some(),
-        "the busy loop ran until killed: {busy_status:?}"
-    );
+    for status in &statuses {
+        assert!(
+            status.signal().is_some(),
+            "the busy loop ran until killed: {status:?}"
+        );
+    }
 
-    let kernel_episodes = throttled.stat("cpu.stat", "nr_throttled ") as f64;
-    let kernel_ns = throttled.stat("cpu.stat", "throttled_time ") as f64;
+    let (kernel_episodes, kernel_ns) = throttled.cpu_throttled();
     let ours = stats_of(&mut probes, CgroupKey::new(cpu.id, throttled.id()));
     let theirs = stats_of(&mut probes, CgroupKey::new(cpu.id, sibling.id()));
     eprintln!(
-        "episodes: probes {} vs cpu.stat {kernel_episodes}; throttled: probes {} ns vs cpu.stat {kernel_ns} ns",
+        "{test}: episodes: probes {} vs cpu.stat nr_throttled {kernel_episodes}; throttled: probes {} ns vs cpu.stat {kernel_ns} ns",
         ours.throttle_episodes, ours.throttled_ns
     );
+    figure(
+        test,
+        "throttle episodes vs nr_throttled",
+        ours.throttle_episodes,
+        kernel_episodes,
+        "5%",
+    );
+    figure(
+        test,
+        "throttled ms vs cpu.stat",
+        ours.throttled_ns / 1_000_000,
+        kernel_ns / 1_000_000,
+        "10%",
+    );
+    figure(
+        test,
+        "unthrottled sibling's episodes",
+        theirs.throttle_episodes,
+        0,
+        "exact",
+    );
+    let periods = seconds * 10;
     assert!(
-        kernel_episodes > 40.0,
-        "the quota throttled the loop ({kernel_episodes} episodes)"
+        kernel_episodes as f64 > periods as f64 * 0.6,
+        "the quota throttled the loops ({kernel_episodes} throttled periods of about {periods})"
     );
     assert!(
-        within(ours.throttle_episodes as f64, kernel_episodes, 0.05),
+        within(ours.throttle_episodes as f64, kernel_episodes as f64, 0.05),
         "throttle episodes {} not within 5% of nr_throttled {kernel_episodes}",
         ours.throttle_episodes
     );
     assert!(
-        within(ours.throttled_ns as f64, kernel_ns, 0.10),
-        "throttled time {} ns not within 10% of throttled_time {kernel_ns} ns",
+        within(ours.throttled_ns as f64, kernel_ns as f64, 0.10),
+        "throttled time {} ns not within 10% of cpu.stat's {kernel_ns} ns",
         ours.throttled_ns
     );
     assert_eq!(
@@ -104,6 +156,20 @@ fn throttling_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
         theirs.runq_count > 0 || ours.runq_count > 0,
         "run-queue latency was sampled"
     );
+    passed(test);
+}
+
+#[test]
+fn throttling_one_task_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
+    // 10% of a CPU: throttled and unthrottled about 60 times.
+    throttle_case("throttling_one_task", &[None], 10_000, 6);
+}
+
+#[test]
+fn throttling_two_tasks_on_two_cpus_sums_the_run_queues() {
+    // 20% of a CPU shared by two loops on two CPUs: both run queues throttle each period, and
+    // the kernel adds up both queues' throttled time.
+    throttle_case("throttling_two_cpus", &[Some(0), Some(1)], 20_000, 6);
 }
 
 /// `run_delay` (ns spent waiting on a run queue) from `/proc/<pid>/schedstat`.
@@ -115,7 +181,7 @@ fn run_delay_ns(pid: u32) -> u64 {
 #[test]
 fn runq_latency_matches_the_schedulers_run_delay() {
     let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut probes) = load_probes("runq_latency_matches_run_delay") else {
+    let Some(mut probes) = load_probes("runq_latency") else {
         return;
     };
     let cpu = probes.host.cpu.clone();
@@ -147,6 +213,13 @@ fn runq_latency_matches_the_schedulers_run_delay() {
     eprintln!(
         "run-queue wait: probes {ours} ns over {samples} samples vs the kernel's run_delay {kernel} ns"
     );
+    figure(
+        "runq_latency",
+        "run-queue wait ms vs schedstat run_delay",
+        ours / 1_000_000,
+        kernel / 1_000_000,
+        "5%",
+    );
     assert!(
         kernel > 1_000_000_000,
         "two loops on one CPU waited about half the time ({kernel} ns)"
@@ -165,6 +238,7 @@ fn runq_latency_matches_the_schedulers_run_delay() {
         !probes.read_stats().unwrap().contains_key(&key),
         "a forgotten cgroup comes back from the run-queue slots"
     );
+    passed("runq_latency");
 }
 
 /// Writes a file of `mib` MiB and drops it from the page cache, so reading it charges the
@@ -184,13 +258,13 @@ fn cold_file(mib: usize) -> tempfile::NamedTempFile {
 #[test]
 fn memcg_reclaim_is_attributed_to_the_limited_cgroup_only() {
     let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut probes) = load_probes("memcg_reclaim_is_attributed") else {
+    let Some(mut probes) = load_probes("memcg_reclaim") else {
         return;
     };
     let memory = probes.host.memory.clone();
     let limited = TestCgroup::create(&memory.mount, "limited");
     let sibling = TestCgroup::create(&memory.mount, "unlimited");
-    limited.write("memory.limit_in_bytes", &(32u64 << 20).to_string());
+    limited.set_memory_limit(32 << 20);
     let file = cold_file(200);
     let before = probes.read_stats().unwrap();
 
@@ -211,6 +285,38 @@ fn memcg_reclaim_is_attributed_to_the_limited_cgroup_only() {
     eprintln!(
         "memcg reclaim: {} episodes, {} ns stalled",
         ours.memcg_reclaim_episodes, ours.memcg_reclaim_stall_ns
+    );
+    // v2 counts the pages reclaim scanned and took back per cgroup (v1 has no such counters):
+    // reclaim the probes saw must be reclaim the kernel did, in this cgroup.
+    if let (Some(pgscan), Some(pgsteal)) = (limited.memory_stat("pgscan"), limited.memory_stat("pgsteal")) {
+        figure(
+            "memcg_reclaim",
+            "reclaim episodes (kernel: memory.stat pgscan/pgsteal pages)",
+            ours.memcg_reclaim_episodes,
+            format!("{pgscan}/{pgsteal}"),
+            "both >0",
+        );
+        assert!(
+            pgsteal > 0 && pgscan >= pgsteal,
+            "memory.stat pgscan {pgscan} pgsteal {pgsteal}"
+        );
+        let sibling_steal = sibling.memory_stat("pgsteal").unwrap_or(0);
+        assert_eq!(sibling_steal, 0, "the unlimited sibling was not reclaimed from");
+    } else {
+        figure(
+            "memcg_reclaim",
+            "reclaim episodes (v1: no per-cgroup pgscan)",
+            ours.memcg_reclaim_episodes,
+            "-",
+            ">0",
+        );
+    }
+    figure(
+        "memcg_reclaim",
+        "reclaim stall ms",
+        ours.memcg_reclaim_stall_ns / 1_000_000,
+        "-",
+        ">0",
     );
     assert!(
         ours.memcg_reclaim_episodes > 0,
@@ -235,17 +341,18 @@ fn memcg_reclaim_is_attributed_to_the_limited_cgroup_only() {
             );
         }
     }
+    passed("memcg_reclaim");
 }
 
 #[test]
 fn oom_kill_is_reported_with_pid_and_cgroup() {
     let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut probes) = load_probes("oom_kill_is_reported") else {
+    let Some(mut probes) = load_probes("oom_kill") else {
         return;
     };
     let memory = probes.host.memory.clone();
     let small = TestCgroup::create(&memory.mount, "oom");
-    small.write("memory.limit_in_bytes", &(16u64 << 20).to_string());
+    small.set_memory_limit(16 << 20);
     // dd allocates and touches one 64 MiB buffer: the OOM killer must pick it.
     let child = spawn_in(&[&small], "dd if=/dev/zero of=/dev/null bs=64M count=4");
     let pid = child.id();
@@ -273,7 +380,23 @@ fn oom_kill_is_reported_with_pid_and_cgroup() {
         "comm {:?}",
         String::from_utf8_lossy(&victim.comm)
     );
-    assert_eq!(stats_of(&mut probes, key).oom_kills, 1);
+    let ours = stats_of(&mut probes, key).oom_kills;
+    let kernel = small.oom_kills();
+    let file = if small.is_v2() {
+        "memory.events"
+    } else {
+        "memory.oom_control"
+    };
+    figure(
+        "oom_kill",
+        &format!("OOM kills vs {file} oom_kill"),
+        ours,
+        kernel,
+        "exact",
+    );
+    assert_eq!(ours, 1);
+    assert_eq!(kernel, 1, "the kernel counted one OOM kill in the cgroup");
+    passed("oom_kill");
 }
 
 #[test]
@@ -289,4 +412,5 @@ fn every_probe_attaches_on_this_kernel() {
         0,
         "no pointer chain broke"
     );
+    passed("every_probe_attaches");
 }

@@ -15,7 +15,7 @@ use aya_ebpf::{
     bindings::BPF_NOEXIST,
     helpers::{bpf_get_current_pid_tgid, bpf_get_current_task_btf, bpf_ktime_get_ns},
     macros::{btf_tracepoint, map},
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::BtfTracePointContext,
 };
 use aya_log_ebpf::debug;
@@ -62,14 +62,38 @@ static RUNQ_SLOTS_USED: Array<u64> = Array::with_max_entries(1, 0);
 #[map]
 static ZERO_STATS: PerCpuArray<CgroupStats> = PerCpuArray::with_max_entries(1, 0);
 
-/// When a cgroup's current throttle episode began (absent when it is not throttled).
+/// The group's `nr_periods` when a cgroup's current throttle episode began (absent when it is
+/// not throttled).
 ///
 /// Node-wide, not per CPU: a throttled task is often unthrottled and run on another CPU than
 /// the one it was throttled on, and a per-CPU episode would then stay open (and swallow the
 /// next episodes) on the old one. `BPF_NOEXIST` inserts and deletes decide races between
 /// CPUs: only the CPU whose insert (delete) succeeds opens (closes) the episode.
 #[map]
-static THROTTLED_SINCE: HashMap<CgroupKey, u64> = HashMap::with_max_entries(MAX_CGROUPS, 0);
+static THROTTLED_SINCE: HashMap<CgroupKey, u32> = HashMap::with_max_entries(MAX_CGROUPS, 0);
+
+/// One CPU's run queue of a cgroup (a `struct cfs_rq`) while it is throttled.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RqThrottle {
+    /// When the throttle began (BPF clock).
+    since: u64,
+    /// The group's `nr_periods` then.
+    periods: u32,
+    pad: u32,
+    /// Whose run queue it is.
+    key: CgroupKey,
+}
+
+/// Throttled run queues by `struct cfs_rq` address: the kernel's throttled time is summed
+/// over each CPU's queue (`cpu.stat`), so the probes time each queue on its own.
+///
+/// Opened at a throttled switch-out, closed at the switch-in (or exit) of a task of that queue
+/// that was switched out throttled. LRU: a queue whose close was missed (its tasks moved to
+/// another CPU before running again) is overwritten at its next throttle, and one of a removed
+/// cgroup ages out instead of filling the map.
+#[map]
+static RQ_THROTTLED: LruHashMap<u64, RqThrottle> = LruHashMap::with_max_entries(MAX_CGROUPS, 0);
 
 /// Marks a [`RUNNABLE_SINCE`] slot of a task switched out throttled: its next switch-in
 /// closes the cgroup's episode instead of sampling run-queue latency.
@@ -173,7 +197,7 @@ fn stats_for(key: &CgroupKey) -> Option<*mut CgroupStats> {
     }
     let zero = ZERO_STATS.get_ptr(0)?;
     // SAFETY: `zero` points to a map value of the right type, never written.
-    let inserted = CGROUP_STATS.insert(key, unsafe { &*zero }, u64::from(BPF_NOEXIST));
+    let inserted = CGROUP_STATS.insert(key, unsafe { *zero }, u64::from(BPF_NOEXIST));
     if inserted.is_err() {
         // Either another program on this CPU raced us (fine) or the map is full.
         if CGROUP_STATS.get_ptr_mut(key).is_none() {
@@ -265,14 +289,114 @@ fn rq_clock(task: *const u8) -> Result<u64, i32> {
     read(rq, config!(rq_clock))
 }
 
-/// "Now" for the scheduler programs outside `sched_switch`, on the clock of the run-queue model.
+/// Whether the cgroup's CFS bandwidth fields can be read on this kernel.
 #[inline(always)]
-fn sched_now(task: *const u8) -> Result<u64, i32> {
-    if config!(runq_model) == RunqModel::SchedInfo as u32 {
-        rq_clock(task)
+fn have_bandwidth() -> bool {
+    config!(task_sched_task_group) != 0 && config!(tg_nr_periods) != 0
+}
+
+/// `task->sched_task_group->cfs_bandwidth.nr_periods`: the bandwidth periods the kernel's
+/// period timer has accounted for `task`'s group (0 when unknown).
+///
+/// Plain integers, not `Option`s, here and in [`last_period_boundary`]: LLVM may compute with
+/// the undefined payload of a `None`, which the verifier of older kernels (6.1) refuses as a
+/// read of an uninitialised register.
+#[inline(always)]
+fn group_periods(task: *const u8) -> u32 {
+    if !have_bandwidth() {
+        return 0;
+    }
+    match read::<*const u8>(task, config!(task_sched_task_group)) {
+        Ok(tg) => read::<u32>(tg, config!(tg_nr_periods)).unwrap_or(0),
+        Err(_) => 0,
+    }
+}
+
+/// The last period boundary of `task`'s group: its period timer's next expiry minus the period
+/// (the timer is forwarded when it fires, before it refills the quota and unthrottles).
+/// 0 when unknown.
+#[inline(always)]
+fn last_period_boundary(task: *const u8) -> u64 {
+    if !have_bandwidth() || config!(tg_period) == 0 || config!(tg_period_expires) == 0 {
+        return 0;
+    }
+    let Ok(tg) = read::<*const u8>(task, config!(task_sched_task_group)) else {
+        return 0;
+    };
+    let expires: i64 = read(tg, config!(tg_period_expires)).unwrap_or(0);
+    let period: i64 = read(tg, config!(tg_period)).unwrap_or(0);
+    if expires > period && period > 0 {
+        (expires - period) as u64
     } else {
+        0
+    }
+}
+
+/// Opens the throttle of `task`'s run queue now, unless it is open already (another of its
+/// tasks was switched out throttled first).
+#[inline(always)]
+fn open_rq_throttle(task: *const u8, key: CgroupKey) {
+    if config!(task_se_cfs_rq) == 0 {
+        return;
+    }
+    let Ok(cfs_rq) = read::<*const u8>(task, config!(task_se_cfs_rq)) else {
+        return;
+    };
+    let address = cfs_rq as u64;
+    let entry = RqThrottle {
+        // The BPF clock, the period timer's: not the run queue's clock of the caller.
         // SAFETY: plain helper call.
-        Ok(unsafe { bpf_ktime_get_ns() })
+        since: unsafe { bpf_ktime_get_ns() },
+        periods: group_periods(task),
+        pad: 0,
+        key,
+    };
+    // SAFETY: the value is copied out at once.
+    if let Some(open) = RQ_THROTTLED.get_ptr(address).map(|p| unsafe { *p }) {
+        // The same throttle seen from another of its tasks, unless the period timer has run
+        // since: then the old entry's close was missed (its task ran elsewhere) and it is
+        // replaced rather than counted.
+        if !have_bandwidth() || open.periods == entry.periods {
+            return;
+        }
+    }
+    if RQ_THROTTLED.insert(address, entry, 0).is_err() {
+        bump(counter::STATS_DROPPED);
+    }
+}
+
+/// Closes the throttle of `task`'s run queue now, if open, and adds its length to the cgroup.
+#[inline(always)]
+fn close_rq_throttle(task: *const u8) {
+    if config!(task_se_cfs_rq) == 0 {
+        return;
+    }
+    let Ok(cfs_rq) = read::<*const u8>(task, config!(task_se_cfs_rq)) else {
+        return;
+    };
+    let address = cfs_rq as u64;
+    // SAFETY: the value is copied out at once.
+    let Some(open) = RQ_THROTTLED.get_ptr(address).map(|p| unsafe { *p }) else {
+        return;
+    };
+    // Only the CPU whose delete succeeds counts it.
+    if RQ_THROTTLED.remove(address).is_err() {
+        return;
+    }
+    // SAFETY: plain helper call.
+    let now = unsafe { bpf_ktime_get_ns() };
+    // Unthrottled by the period timer: the queue stopped being throttled at the boundary,
+    // however long its task then waited for the CPU.
+    let mut end = now;
+    if have_bandwidth() {
+        let boundary = last_period_boundary(task);
+        if group_periods(task) != open.periods && boundary > open.since && boundary < now {
+            end = boundary;
+        }
+    }
+    if let Some(stats) = stats_for(&open.key) {
+        // SAFETY: per-CPU value of this CPU.
+        unsafe { (*stats).throttled_ns += end.saturating_sub(open.since) };
     }
 }
 
@@ -310,26 +434,29 @@ fn switch_out(prev: *const u8, prev_state: u32, now: u64) {
         let Ok(key) = task_cgroup(prev, Controller::Cpu) else {
             return;
         };
-        if THROTTLED_SINCE.get_ptr(&key).is_none()
-            && THROTTLED_SINCE.insert(&key, &now, u64::from(BPF_NOEXIST)).is_ok()
+        let periods = group_periods(prev);
+        if THROTTLED_SINCE.get_ptr(key).is_none()
+            && THROTTLED_SINCE
+                .insert(key, periods, u64::from(BPF_NOEXIST))
+                .is_ok()
+            && !have_bandwidth()
         {
+            // Without the kernel's period count, an episode counts one period.
             if let Some(stats) = stats_for(&key) {
                 // SAFETY: per-CPU value of this CPU.
                 unsafe { (*stats).throttle_episodes += 1 };
             }
         }
+        open_rq_throttle(prev, key);
         // A throttled task is not runnable: it waits for quota, not for a CPU. Its next
         // switch-in ends the episode.
         let marked = now | THROTTLED_MARK;
         if config!(runq_model) == RunqModel::SchedInfo as u32 {
             // Only counted entries may exist in this model (switch-ins look entries up only while
             // the count is non-zero): an existing entry is updated, never inserted a second way.
-            if RUNNABLE_SINCE
-                .insert(&pid, &marked, u64::from(BPF_NOEXIST))
-                .is_ok()
-            {
+            if RUNNABLE_SINCE.insert(pid, marked, u64::from(BPF_NOEXIST)).is_ok() {
                 add_pending(1);
-            } else if let Some(slot) = RUNNABLE_SINCE.get_ptr_mut(&pid) {
+            } else if let Some(slot) = RUNNABLE_SINCE.get_ptr_mut(pid) {
                 // SAFETY: a map value of this task.
                 unsafe { *slot = marked };
             }
@@ -345,20 +472,31 @@ fn switch_out(prev: *const u8, prev_state: u32, now: u64) {
     }
 }
 
-/// Ends the throttle episode of `task`'s cpu cgroup at `now`, if it is still open (several
-/// throttled tasks of the cgroup may come back: the first one to delete the entry closes it).
+/// Ends the throttle episode of `task`'s cpu cgroup, if it is still open (several throttled
+/// tasks of the cgroup may come back: the first one to delete the entry closes it), and the
+/// throttle of the run queue `task` now runs on.
 #[inline(always)]
-fn close_episode(task: *const u8, now: u64) {
+fn close_episode(task: *const u8) {
+    close_rq_throttle(task);
     let Ok(key) = task_cgroup(task, Controller::Cpu) else {
         return;
     };
     // SAFETY: the value is copied out at once.
-    if let Some(since) = THROTTLED_SINCE.get_ptr(&key).map(|p| unsafe { *p }) {
-        if THROTTLED_SINCE.remove(&key).is_ok() {
-            if let Some(stats) = stats_for(&key) {
-                // SAFETY: per-CPU value of this CPU.
-                unsafe { (*stats).throttled_ns += now.saturating_sub(since) };
-            }
+    let Some(opened) = THROTTLED_SINCE.get_ptr(key).map(|p| unsafe { *p }) else {
+        return;
+    };
+    if THROTTLED_SINCE.remove(key).is_err() {
+        return;
+    }
+    // The periods the kernel's timer accounted while the episode was open: what
+    // `nr_throttled` adds for it (several when a late timer refills more than one period).
+    if have_bandwidth() {
+        let spanned = group_periods(task).wrapping_sub(opened);
+        if spanned > 0
+            && let Some(stats) = stats_for(&key)
+        {
+            // SAFETY: per-CPU value of this CPU.
+            unsafe { (*stats).throttle_episodes += u64::from(spanned) };
         }
     }
 }
@@ -371,10 +509,10 @@ fn take_throttled_mark(pid: u32) -> bool {
         return false;
     }
     // SAFETY: the value is copied out at once.
-    let Some(value) = RUNNABLE_SINCE.get_ptr(&pid).map(|p| unsafe { *p }) else {
+    let Some(value) = RUNNABLE_SINCE.get_ptr(pid).map(|p| unsafe { *p }) else {
         return false;
     };
-    if RUNNABLE_SINCE.remove(&pid).is_ok() {
+    if RUNNABLE_SINCE.remove(pid).is_ok() {
         add_pending(u64::MAX); // -1
     }
     value & THROTTLED_MARK != 0
@@ -389,7 +527,7 @@ fn switch_in_sched_info(next: *const u8, now: u64) {
         return;
     }
     if take_throttled_mark(pid) {
-        close_episode(next, now);
+        close_episode(next);
         return;
     }
     // Cleared by `sched_info_arrive` right after this tracepoint; 0 when the task did not wait.
@@ -410,7 +548,7 @@ fn switch_in_wakeup_map(next: *const u8, now: u64) {
     if pid == 0 {
         return;
     }
-    let slot = RUNNABLE_SINCE.get_ptr_mut(&pid);
+    let slot = RUNNABLE_SINCE.get_ptr_mut(pid);
     // SAFETY: a map value; only this task's wakeup and switch-in write it, and those are
     // serialised by the scheduler for one task.
     let queued_since = slot.and_then(|p| unsafe {
@@ -420,7 +558,7 @@ fn switch_in_wakeup_map(next: *const u8, now: u64) {
     });
     let Some(queued_since) = queued_since else { return };
     if queued_since & THROTTLED_MARK != 0 {
-        close_episode(next, now);
+        close_episode(next);
         return;
     }
     record_runq_wait(next, now.saturating_sub(queued_since));
@@ -484,10 +622,10 @@ fn runq_slot(task: *const u8) -> Option<*mut RunqSlot> {
         if (*slot).key != key {
             core::ptr::write_bytes(slot, 0, 1);
             (*slot).key = key;
-            if let Some(used) = RUNQ_SLOTS_USED.get_ptr_mut(0) {
-                if core::ptr::read_volatile(used) <= u64::from(index) {
-                    core::ptr::write_volatile(used, u64::from(index) + 1);
-                }
+            if let Some(used) = RUNQ_SLOTS_USED.get_ptr_mut(0)
+                && core::ptr::read_volatile(used) <= u64::from(index)
+            {
+                core::ptr::write_volatile(used, u64::from(index) + 1);
             }
         }
     }
@@ -500,11 +638,11 @@ fn mark_runnable(ctx: &BtfTracePointContext) -> i32 {
         return 0;
     }
     let task: *const u8 = ctx.arg(0);
-    if let Ok(pid) = read::<u32>(task, config!(task_pid)) {
-        if pid != 0 {
-            // SAFETY: plain helper call.
-            set_runnable(pid, unsafe { bpf_ktime_get_ns() });
-        }
+    if let Ok(pid) = read::<u32>(task, config!(task_pid))
+        && pid != 0
+    {
+        // SAFETY: plain helper call.
+        set_runnable(pid, unsafe { bpf_ktime_get_ns() });
     }
     0
 }
@@ -512,11 +650,11 @@ fn mark_runnable(ctx: &BtfTracePointContext) -> i32 {
 /// Records that `pid` became runnable at `now`, reusing its slot when it has one.
 #[inline(always)]
 fn set_runnable(pid: u32, now: u64) {
-    match RUNNABLE_SINCE.get_ptr_mut(&pid) {
+    match RUNNABLE_SINCE.get_ptr_mut(pid) {
         // SAFETY: a map value of this task (see RUNNABLE_SINCE).
         Some(slot) => unsafe { *slot = now },
         None => {
-            let _ = RUNNABLE_SINCE.insert(&pid, &now, 0);
+            let _ = RUNNABLE_SINCE.insert(pid, now, 0);
         }
     }
 }
@@ -535,16 +673,14 @@ pub fn sched_process_exit(ctx: BtfTracePointContext) -> i32 {
         take_throttled_mark(pid)
     } else {
         // SAFETY: the value is copied out at once.
-        let slot = RUNNABLE_SINCE.get_ptr(&pid).map(|p| unsafe { *p });
-        let _ = RUNNABLE_SINCE.remove(&pid);
+        let slot = RUNNABLE_SINCE.get_ptr(pid).map(|p| unsafe { *p });
+        let _ = RUNNABLE_SINCE.remove(pid);
         slot.is_some_and(|since| since & THROTTLED_MARK != 0)
     };
     // A task that dies while throttled never switches in again: end its cgroup's episode
     // here, or it would stay open and swallow the next ones.
     if throttled {
-        if let Ok(now) = sched_now(task) {
-            close_episode(task, now);
-        }
+        close_episode(task);
     }
     0
 }
@@ -567,7 +703,7 @@ fn reclaim_begin(kind: u64) -> i32 {
     let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: plain helper call.
     let now = unsafe { bpf_ktime_get_ns() };
-    let _ = RECLAIM_SINCE.insert(&(u64::from(tid) | kind), &now, 0);
+    let _ = RECLAIM_SINCE.insert(u64::from(tid) | kind, now, 0);
     0
 }
 
@@ -579,10 +715,10 @@ fn reclaim_end(kind: u64) -> i32 {
     let tid = bpf_get_current_pid_tgid() as u32;
     let slot = u64::from(tid) | kind;
     // SAFETY: the value is copied out at once.
-    let Some(since) = (unsafe { RECLAIM_SINCE.get(&slot) }).copied() else {
+    let Some(since) = (unsafe { RECLAIM_SINCE.get(slot) }).copied() else {
         return 0;
     };
-    let _ = RECLAIM_SINCE.remove(&slot);
+    let _ = RECLAIM_SINCE.remove(slot);
     // SAFETY: plain helper call.
     let stalled = unsafe { bpf_ktime_get_ns() }.saturating_sub(since);
     // SAFETY: plain helper call; the BTF-typed `current` allows direct, verifier-checked loads.
@@ -635,11 +771,11 @@ pub fn oom_mark_victim(ctx: BtfTracePointContext) -> i32 {
     let pid: u32 = read(task, config!(task_tgid)).unwrap_or(0);
     let memory = task_cgroup(task, Controller::Memory).unwrap_or_default();
     let cpu = task_cgroup(task, Controller::Cpu).unwrap_or_default();
-    if memory.id != 0 {
-        if let Some(stats) = stats_for(&memory) {
-            // SAFETY: per-CPU value of this CPU.
-            unsafe { (*stats).oom_kills += 1 };
-        }
+    if memory.id != 0
+        && let Some(stats) = stats_for(&memory)
+    {
+        // SAFETY: per-CPU value of this CPU.
+        unsafe { (*stats).oom_kills += 1 };
     }
     debug!(&ctx, "oom victim pid {} memcg {}", pid, memory.id);
     let comm: [u8; 16] = read(task, config!(task_comm)).unwrap_or([0; 16]);

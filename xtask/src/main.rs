@@ -71,6 +71,9 @@ enum Task {
         /// Also copy the table to docs/kernels.md.
         #[arg(long)]
         write_docs: bool,
+        /// Only the guest (keeps the host's records from the last run).
+        #[arg(long)]
+        guest_only: bool,
     },
     /// Soak test: continuous preempting resizes on a standalone node (root), figures in
     /// target/bench/soak.json.
@@ -108,10 +111,13 @@ fn main() -> Result<()> {
             bench(&root, &names, quick)
         }
         Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
-        Task::VmTest { write_docs } => {
+        Task::VmTest {
+            write_docs,
+            guest_only,
+        } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
-            vm::kernel_tests(&root, false, write_docs)
+            vm::kernel_tests(&root, guest_only, write_docs)
         }
         Task::Soak { minutes } => {
             setup::install_missing()?;

@@ -36,7 +36,7 @@ const MARK: &str = "@@headroom-vm";
 
 /// Console lines after which the guest cannot recover: stop it at once rather than wait for the
 /// time limit.
-const FATAL: &[&str] = &["Kernel panic", "BUG: soft lockup", "rcu_sched detected stalls"];
+const FATAL: &[&str] = &["Kernel panic", "BUG: soft lockup", "detected stalls on CPUs"];
 
 /// Console lines shown when a guest run fails.
 const TAIL_LINES: usize = 60;
@@ -49,6 +49,11 @@ pub(crate) struct GuestTest {
     pub binary: PathBuf,
     /// Arguments inside the guest.
     pub args: Vec<String>,
+    /// Extended regular expressions its output must match (each on some line), besides exit
+    /// status 0.
+    pub expect: Vec<String>,
+    /// Ones it must not match.
+    pub reject: Vec<String>,
 }
 
 /// What came back from a guest run.
@@ -76,7 +81,10 @@ pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration) -> Resu
     let kernel = kernel(&vm_dir)?;
     let initramfs = initramfs(&vm_dir, &kernel, tests)?;
     let disk = scratch_disk(&vm_dir)?;
-    boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit)
+    let result = boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit);
+    // Made afresh each run; what the tests wrote to it is of no use afterwards.
+    let _ = fs::remove_file(&disk);
+    result
 }
 
 /// qemu, mkfs.ext4 and busybox: installed through apt when missing, or a failure naming what
@@ -129,7 +137,11 @@ fn newest_kernel_package() -> Result<Option<String>> {
         .args(["policy", KERNEL_PACKAGES])
         .output()
         .context("run apt-cache (is this a Debian machine?)")?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(newest_candidate(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// From `apt-cache policy` text: the package with the highest ABI number that has a candidate.
+fn newest_candidate(text: &str) -> Option<String> {
     let mut current = None;
     let mut best: Option<(u32, String)> = None;
     for line in text.lines() {
@@ -147,7 +159,7 @@ fn newest_kernel_package() -> Result<Option<String>> {
             best = Some((abi, name.clone()));
         }
     }
-    Ok(best.map(|(_, name)| name))
+    best.map(|(_, name)| name)
 }
 
 /// The kernel under `target/vm/kernel/<package>/`, fetched on first use.
@@ -343,7 +355,9 @@ fn shell_quote(arg: &str) -> String {
 fn init_script(modules: &[(String, PathBuf)], tests: &[GuestTest]) -> String {
     let mut s = String::from(
         r#"#!/bin/sh
-export PATH=/bin HOME=/root TMPDIR=/var/tmp HEADROOM_REQUIRE_PRIVILEGED=1 RUST_BACKTRACE=1
+export PATH=/bin HOME=/root TMPDIR=/var/tmp RUST_BACKTRACE=1
+# The guest exists to run these: a skip is a failure.
+export HEADROOM_REQUIRE_PRIVILEGED=1 HEADROOM_REQUIRE_CGROUP_V2=1
 fail() { echo "@@headroom-vm setup-failed $*"; poweroff -f; }
 mount -t proc proc /proc || fail mount proc
 mount -t sysfs sysfs /sys || fail mount sysfs
@@ -364,11 +378,27 @@ echo "@@headroom-vm kernel release=$(uname -r) cgroup=v2 controllers=$(cat /sys/
     );
     for test in tests {
         let args: Vec<String> = test.args.iter().map(|a| shell_quote(a)).collect();
+        let name = &test.name;
         s.push_str(&format!(
-            "echo \"@@headroom-vm begin {name}\"\n/tests/{name} {args}\necho \"@@headroom-vm end {name} rc=$?\"\n",
-            name = test.name,
-            args = args.join(" ")
+            "echo \"@@headroom-vm begin {name}\"\nset -o pipefail\n/tests/{name} {} 2>&1 | tee /tmp/{name}.out\nrc=$?\nset +o pipefail\n",
+            args.join(" ")
         ));
+        let plain = |pattern: &str| pattern.replace(['"', '$', '`', '\\'], ".");
+        for pattern in &test.expect {
+            s.push_str(&format!(
+                "grep -Eq {} /tmp/{name}.out || {{ echo \"@@headroom-vm {name} output lacks {}\"; [ $rc -eq 0 ] && rc=98; }}\n",
+                shell_quote(pattern),
+                plain(pattern)
+            ));
+        }
+        for pattern in &test.reject {
+            s.push_str(&format!(
+                "grep -Eq {} /tmp/{name}.out && {{ echo \"@@headroom-vm {name} output has {}\"; [ $rc -eq 0 ] && rc=98; }}\n",
+                shell_quote(pattern),
+                plain(pattern)
+            ));
+        }
+        s.push_str(&format!("echo \"@@headroom-vm end {name} rc=$rc\"\n"));
     }
     s.push_str("sync\necho \"@@headroom-vm done\"\npoweroff -f\n");
     s
@@ -386,6 +416,7 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
         "tmp",
         "var/tmp",
         "root",
+        "run",
         "tests",
         "lib/modules",
         "etc",
@@ -452,6 +483,8 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
     if !cpio.success() || !found.success() {
         bail!("packing {} failed (find {found}, cpio {cpio})", image.display());
     }
+    // The staging tree is a copy of what the image holds: not kept (disk space is shared).
+    let _ = fs::remove_dir_all(&dir);
     let size = fs::metadata(&image)?.len();
     progress(&format!(
         "vm: initramfs {} ({} MiB: busybox, {} test binaries, {} shared libraries, {} modules)",
@@ -664,41 +697,51 @@ fn forward_lines(pipe: impl std::io::Read, send: &mpsc::Sender<String>) {
     }
 }
 
-/// Builds `cargo test -p PACKAGE --test TEST --no-run` and returns the binary's path.
-pub(crate) fn test_binary(root: &Path, package: &str, test: &str) -> Result<PathBuf> {
+/// Builds the workspace's tests (`cargo test --workspace --no-run`: the feature set of
+/// `cargo xtask test`'s own run, so nothing is rebuilt) and returns the binaries of `wanted`
+/// (package, integration test) in order.
+pub(crate) fn test_binaries(root: &Path, wanted: &[(&str, &str)]) -> Result<Vec<PathBuf>> {
+    let args = ["test", "--workspace", "--no-run"];
     let out = Command::new("cargo")
         .current_dir(root)
-        .args([
-            "test",
-            "-p",
-            package,
-            "--test",
-            test,
-            "--no-run",
-            "--message-format=json",
-        ])
+        .args(args)
+        .arg("--message-format=json")
         .stderr(Stdio::inherit())
         .output()
         .context("run cargo test --no-run")?;
     if !out.status.success() {
-        bail!("cargo test -p {package} --test {test} --no-run failed");
+        // The compiler's messages went to stdout as JSON: build again for readable ones.
+        let _ = Command::new("cargo").current_dir(root).args(args).status();
+        bail!("cargo test --workspace --no-run failed");
     }
-    // Lines of JSON; the artifact line of the test target carries `"executable":"<path>"`.
-    let wanted = format!("\"name\":\"{test}\"");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains(&wanted))
-        .find_map(|l| {
-            let (_, rest) = l.split_once("\"executable\":\"")?;
-            let (path, _) = rest.split_once('"')?;
-            Some(PathBuf::from(path))
+    wanted
+        .iter()
+        .map(|(package, test)| {
+            // One JSON object per line; the test target's artifact carries `"executable"`.
+            let name = format!("\"name\":\"{test}\"");
+            let id = format!("#{package}@");
+            text.lines()
+                .filter(|l| {
+                    l.contains("\"reason\":\"compiler-artifact\"")
+                        && l.contains("\"kind\":[\"test\"]")
+                        && l.contains(&name)
+                        && l.contains(&id)
+                })
+                .find_map(|l| {
+                    let (_, rest) = l.split_once("\"executable\":\"")?;
+                    let (path, _) = rest.split_once('"')?;
+                    Some(PathBuf::from(path))
+                })
+                .with_context(|| format!("cargo did not report the executable of {package}'s test {test}"))
         })
-        .with_context(|| format!("cargo did not report the executable of {package}'s test {test}"))
+        .collect()
 }
 
 /// Prefixes of the record lines the kernel tests print (and append to `$HEADROOM_FIGURES`):
 /// `headroom-kernel test=… release=… mode=… throttle=… runq=… attached=a,b refused=c`,
-/// `headroom-figure test=… what=… probe=… kernel=… tolerance=…`, `headroom-passed test=…`.
+/// `headroom-figure test=… probe=… kernel=… tolerance=… what=<free text>`,
+/// `headroom-passed test=…`.
 const RECORD_KERNEL: &str = "headroom-kernel ";
 const RECORD_FIGURE: &str = "headroom-figure ";
 const RECORD_PASSED: &str = "headroom-passed ";
@@ -726,6 +769,8 @@ pub(crate) struct KernelReport {
     started: Vec<String>,
     passed: Vec<String>,
     figures: Vec<Figure>,
+    /// libtest's summary per guest test binary (`probes_kernel: ok. 6 passed; 0 failed`).
+    binaries: Vec<String>,
 }
 
 fn fields(record: &str) -> impl Iterator<Item = (&str, &str)> {
@@ -739,7 +784,16 @@ impl KernelReport {
             place: place.to_owned(),
             ..Self::default()
         };
+        let mut binary = String::new();
         for line in lines {
+            if let Some((_, name)) = line.split_once(&format!("{MARK} begin ")) {
+                binary = name.trim().to_owned();
+            } else if let Some((_, summary)) = line.split_once("test result: ")
+                && !binary.is_empty()
+            {
+                let summary = summary.split("; 0 ignored").next().unwrap_or(summary);
+                report.binaries.push(format!("{binary}: {summary}"));
+            }
             if let Some((_, record)) = line.split_once(RECORD_KERNEL) {
                 for (key, value) in fields(record) {
                     let list = || {
@@ -763,21 +817,22 @@ impl KernelReport {
                     }
                 }
             } else if let Some((_, record)) = line.split_once(RECORD_FIGURE) {
+                // `what` is free text, last on the line.
+                let (record, what) = record.split_once(" what=").unwrap_or((record, ""));
                 let mut figure = Figure {
                     test: String::new(),
-                    what: String::new(),
+                    what: what.trim().to_owned(),
                     probe: String::new(),
                     kernel: String::new(),
                     tolerance: String::new(),
                 };
                 for (key, value) in fields(record) {
-                    let value = value.replace('_', " ");
+                    let value = value.to_owned();
                     match key {
-                        "test" => figure.test = value.replace(' ', "_"),
-                        "what" => figure.what = value,
+                        "test" => figure.test = value,
                         "probe" => figure.probe = value,
                         "kernel" => figure.kernel = value,
-                        "tolerance" => figure.tolerance = value,
+                        "tolerance" => figure.tolerance = value.replace('_', " "),
                         _ => {}
                     }
                 }
@@ -801,8 +856,8 @@ impl KernelReport {
 /// The kernel support table (Markdown), from the tests' own records.
 pub(crate) fn render_table(reports: &[KernelReport]) -> String {
     let mut out = String::from(
-        "| kernel | where | cgroup mode | throttle model | run-queue model | probes attached | probes refused | kernel tests passed |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| kernel | where | cgroup mode | throttle model | run-queue model | probes attached | probes refused | kernel tests passed | test binaries |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for r in reports {
         let passed: Vec<&str> = r
@@ -822,7 +877,7 @@ pub(crate) fn render_table(reports: &[KernelReport]) -> String {
             tests.push_str(&format!("; **not passed**: {}", failed.join(", ")));
         }
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n",
             or_dash(&r.release),
             r.place,
             or_dash(&r.mode),
@@ -835,7 +890,12 @@ pub(crate) fn render_table(reports: &[KernelReport]) -> String {
             } else {
                 r.refused.join(", ")
             },
-            tests
+            tests,
+            if r.binaries.is_empty() {
+                "probes_kernel".to_owned()
+            } else {
+                r.binaries.join("; ")
+            }
         ));
     }
     out.push_str("\n| kernel | test | comparison | probes | kernel's own figure | tolerance |\n|---|---|---|---|---|---|\n");
@@ -869,13 +929,27 @@ pub(crate) fn host_records(root: &Path) -> PathBuf {
 
 /// The test binaries run in the guest, built if needed.
 fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
-    progress("vm: cargo test -p headroom-daemon --test probes_kernel --no-run");
-    let probes = test_binary(root, "headroom-daemon", "probes_kernel")?;
-    Ok(vec![GuestTest {
-        name: "probes_kernel".into(),
-        binary: probes,
-        args: vec!["--test-threads=1".into(), "--nocapture".into()],
-    }])
+    progress("vm: cargo test --workspace --no-run (probes_kernel, actuator's v2_real)");
+    let binaries = test_binaries(
+        root,
+        &[
+            ("headroom-daemon", "probes_kernel"),
+            ("headroom-actuator", "v2_real"),
+        ],
+    )?;
+    let (probes, actuator) = (binaries[0].clone(), binaries[1].clone());
+    let args: Vec<String> = vec!["--test-threads=1".into(), "--nocapture".into()];
+    let test = |name: &str, binary: PathBuf, args: Vec<String>| GuestTest {
+        name: name.into(),
+        binary,
+        args,
+        expect: Vec::new(),
+        reject: Vec::new(),
+    };
+    Ok(vec![
+        test("probes_kernel", probes, args.clone()),
+        test("actuator_v2_real", actuator, args),
+    ])
 }
 
 /// Runs the kernel tests on the host (unless `host_done`: `cargo xtask test` already ran them
@@ -890,7 +964,7 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
         if let Some(parent) = records.parent() {
             fs::create_dir_all(parent)?;
         }
-        let binary = test_binary(root, "headroom-daemon", "probes_kernel")?;
+        let binary = test_binaries(root, &[("headroom-daemon", "probes_kernel")])?.remove(0);
         progress("kernel tests: probes_kernel on the host");
         host_result = run(Command::new(&binary)
             .arg("--test-threads=1")
@@ -901,7 +975,12 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
     let host = KernelReport::parse("host", host_text.lines());
     let tests = guest_tests(root)?;
     let started = Instant::now();
-    let guest_result = vm_test(root, &tests, GUEST_LIMIT);
+    // `HEADROOM_VM_LIMIT_SECS` shortens the limit, to check that a hang is cut off.
+    let limit = std::env::var("HEADROOM_VM_LIMIT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(GUEST_LIMIT, Duration::from_secs);
+    let guest_result = vm_test(root, &tests, limit);
     let guest = match &guest_result {
         Ok(run) => KernelReport::parse("qemu guest (TCG)", run.console.iter().map(String::as_str)),
         Err(_) => {
@@ -951,4 +1030,66 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
         progress("kernel tests: docs/kernels.md updated");
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_installable_kernel_package() {
+        let policy = "linux-image-6.1.0-9-cloud-amd64-unsigned:\n  Installed: (none)\n  Candidate: 6.1.27-1\n\
+                      linux-image-6.1.0-57-cloud-amd64-unsigned:\n  Installed: (none)\n  Candidate: 6.1.192-3\n\
+                      linux-image-6.1.0-58-cloud-amd64-unsigned:\n  Installed: (none)\n  Candidate: (none)\n";
+        assert_eq!(
+            newest_candidate(policy).as_deref(),
+            Some("linux-image-6.1.0-57-cloud-amd64-unsigned")
+        );
+        assert_eq!(newest_candidate(""), None);
+    }
+
+    #[test]
+    fn records_make_the_table() {
+        let console = [
+            "@@headroom-vm begin probes_kernel",
+            "test a ... headroom-kernel test=throttling release=6.1.0-57 mode=v2 throttle=CfsRqThrottled runq=SchedInfo attached=sched_switch,mark refused=",
+            "headroom-figure test=throttling probe=61 kernel=60 tolerance=5% what=throttle episodes vs nr_throttled",
+            "headroom-passed test=throttling",
+            "headroom-kernel test=oom release=6.1.0-57 mode=v2 throttle=CfsRqThrottled runq=SchedInfo attached=sched_switch,mark refused=",
+            "test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured",
+        ];
+        let report = KernelReport::parse("guest", console);
+        let table = render_table(&[report]);
+        assert!(
+            table.contains(
+                "| 6.1.0-57 | guest | v2 | CfsRqThrottled | SchedInfo | 2 (sched_switch, mark) | none |"
+            ),
+            "{table}"
+        );
+        // `oom` started but never passed: named as such.
+        assert!(table.contains("1/2: throttling; **not passed**: oom"), "{table}");
+        assert!(table.contains("probes_kernel: ok. 2 passed; 0 failed"), "{table}");
+        assert!(
+            table.contains("| 6.1.0-57 | throttling | throttle episodes vs nr_throttled | 61 | 60 | 5% |"),
+            "{table}"
+        );
+        assert!(KernelReport::parse("host", ["unrelated"]).is_empty());
+    }
+
+    #[test]
+    fn module_dependencies_from_modinfo() {
+        let dir = std::env::temp_dir().join(format!("headroom-vm-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("virtio_blk.ko");
+        fs::write(
+            &file,
+            b"\x7fELF...license=GPL\0depends=virtio,virtio_ring\0intree=Y\0",
+        )
+        .unwrap();
+        assert_eq!(module_depends(&file).unwrap(), ["virtio", "virtio_ring"]);
+        fs::write(&file, b"\x7fELF...depends=\0").unwrap();
+        assert!(module_depends(&file).unwrap().is_empty());
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

@@ -207,6 +207,34 @@ impl KernelBtf {
                 }
             }
         }
+        // Throttled time per run queue needs `se.cfs_rq` (the queue's address is its key);
+        // the group's period count and timer make episodes count periods as `nr_throttled`
+        // does and end a queue's throttle at the period boundary that refilled it.
+        if config.throttle_model != ThrottleModel::Unavailable as u32 {
+            match self.offset_of("task_struct", "se.cfs_rq") {
+                Ok(offset) => config.task_se_cfs_rq = offset,
+                Err(e) => warnings.push(format!("throttled time is not observed: {e}")),
+            }
+            let bandwidth = (|| {
+                Ok::<_, BtfError>((
+                    self.offset_of("task_struct", "sched_task_group")?,
+                    self.offset_of("task_group", "cfs_bandwidth.nr_periods")?,
+                    self.offset_of("task_group", "cfs_bandwidth.period")?,
+                    self.offset_of("task_group", "cfs_bandwidth.period_timer.node.expires")?,
+                ))
+            })();
+            match bandwidth {
+                Ok((task_group, nr_periods, period, expires)) => {
+                    config.task_sched_task_group = task_group;
+                    config.tg_nr_periods = nr_periods;
+                    config.tg_period = period;
+                    config.tg_period_expires = expires;
+                }
+                Err(e) => warnings.push(format!(
+                    "throttle episodes count one period each and end at the switch-in: {e}"
+                )),
+            }
+        }
         // Run-queue latency: the scheduler's own `sched_info` stamps when it is there
         // (CONFIG_SCHED_INFO, set by delay accounting and schedstats), else wakeup probes.
         let sched_info = (|| {

@@ -142,6 +142,8 @@ pub struct Probes {
     pub host: CgroupHost,
     /// How throttling is observed on this kernel.
     pub throttle_model: ThrottleModel,
+    /// Where run-queue latency comes from on this kernel.
+    pub runq_model: RunqModel,
     /// Per-program load and attach results.
     pub programs: Vec<ProgramStatus>,
     /// Things that work but less well than they could (missing optional kernel fields).
@@ -178,6 +180,11 @@ impl Probes {
             1 => ThrottleModel::TaskThrottled,
             2 => ThrottleModel::CfsRqThrottled,
             _ => ThrottleModel::Unavailable,
+        };
+        let runq_model = match config.runq_model {
+            1 => RunqModel::SchedInfo,
+            2 => RunqModel::WakeupMap,
+            _ => RunqModel::Unavailable,
         };
         for warning in &warnings {
             warn!("{warning}");
@@ -265,6 +272,7 @@ impl Probes {
             _stats_enabled: stats_fd,
             host,
             throttle_model,
+            runq_model,
             programs,
             warnings,
             forgotten: HashSet::new(),

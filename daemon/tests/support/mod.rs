@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::{
+    io::Write,
     os::unix::fs::MetadataExt,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -31,6 +32,72 @@ pub fn skip_reason(test: &str) -> Option<String> {
         eprintln!("SKIPPED {test}: {reason}");
     }
     reason
+}
+
+/// Prints a record line for the kernel support table (`cargo xtask test` collects them from
+/// the guest's console, and on the host from `$HEADROOM_FIGURES`, since libtest captures
+/// the output of passing tests).
+pub fn record(line: &str) {
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("HEADROOM_FIGURES") {
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| writeln!(file, "{line}"));
+        if let Err(e) = written {
+            eprintln!("cannot append to {}: {e}", Path::new(&path).display());
+        }
+    }
+}
+
+/// One probe-versus-kernel comparison. `what` is free text and comes last on the line.
+pub fn figure(
+    test: &str,
+    what: &str,
+    probe: impl std::fmt::Display,
+    kernel: impl std::fmt::Display,
+    tolerance: &str,
+) {
+    let word = |v: String| v.replace(' ', "_");
+    record(&format!(
+        "headroom-figure test={test} probe={} kernel={} tolerance={} what={what}",
+        word(probe.to_string()),
+        word(kernel.to_string()),
+        word(tolerance.to_owned())
+    ));
+}
+
+/// The cgroup layout as the kernel support table names it.
+pub fn cgroup_layout() -> &'static str {
+    let v2 = |path: &str| {
+        nix::sys::statfs::statfs(path)
+            .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
+    };
+    if v2("/sys/fs/cgroup") {
+        "v2"
+    } else if v2("/sys/fs/cgroup/unified") {
+        "v1-hybrid"
+    } else {
+        "v1"
+    }
+}
+
+/// Marks `test` as passed: call after its last assertion.
+pub fn passed(test: &str) {
+    record(&format!("headroom-passed test={test}"));
+}
+
+/// `uname -r`.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Whether `a` is within `tolerance` (a fraction) of `b`.
+pub fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
+    (actual - expected).abs() <= expected * tolerance
 }
 
 /// A cgroup this test created, removed on drop after its processes are killed.
@@ -65,6 +132,61 @@ impl TestCgroup {
             .lines()
             .find_map(|line| line.strip_prefix(key).and_then(|v| v.trim().parse().ok()))
             .unwrap_or_else(|| panic!("{key} in {}/{file}", self.path.display()))
+    }
+
+    /// Whether this cgroup lives on a cgroup v2 hierarchy (only v2 cgroups have
+    /// `cgroup.controllers`).
+    pub fn is_v2(&self) -> bool {
+        self.path.join("cgroup.controllers").exists()
+    }
+
+    /// CFS bandwidth: `cpu.max` on v2, `cpu.cfs_period_us` and `cpu.cfs_quota_us` on v1.
+    pub fn set_cpu_quota(&self, quota_us: u64, period_us: u64) {
+        if self.is_v2() {
+            self.write("cpu.max", &format!("{quota_us} {period_us}"));
+        } else {
+            self.write("cpu.cfs_period_us", &period_us.to_string());
+            self.write("cpu.cfs_quota_us", &quota_us.to_string());
+        }
+    }
+
+    /// `cpu.stat`'s `nr_throttled` and throttled time in ns (v1 `throttled_time` is ns, v2
+    /// `throttled_usec` µs).
+    pub fn cpu_throttled(&self) -> (u64, u64) {
+        let periods = self.stat("cpu.stat", "nr_throttled ");
+        let ns = if self.is_v2() {
+            self.stat("cpu.stat", "throttled_usec ") * 1000
+        } else {
+            self.stat("cpu.stat", "throttled_time ")
+        };
+        (periods, ns)
+    }
+
+    /// The memory limit: `memory.max` on v2, `memory.limit_in_bytes` on v1.
+    pub fn set_memory_limit(&self, bytes: u64) {
+        let file = if self.is_v2() {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        };
+        self.write(file, &bytes.to_string());
+    }
+
+    /// OOM kills in this cgroup: `memory.events` on v2, `memory.oom_control` on v1.
+    pub fn oom_kills(&self) -> u64 {
+        let file = if self.is_v2() {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        self.stat(file, "oom_kill ")
+    }
+
+    /// A `memory.stat` counter, if this kernel has it (v1 has no `pgscan`/`pgsteal`).
+    pub fn memory_stat(&self, key: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(self.path.join("memory.stat")).ok()?;
+        text.lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
     }
 
     /// The cgroup's kernfs id, as the probes report it.
