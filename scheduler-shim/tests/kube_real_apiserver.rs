@@ -10,12 +10,12 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::Command,
     thread,
     time::{Duration, Instant},
 };
 
-use headroom_testkit::{ControlPlane, ControlPlaneOptions, load_cluster_file};
+use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, load_cluster_file};
 use serde_json::Value;
 
 const NODE: &str = "kind-control-plane";
@@ -40,6 +40,17 @@ fn seed_cluster() -> ControlPlane {
         std::fs::read_to_string(workspace().join("scheduler-shim/examples/seed-cluster.yaml")).unwrap();
     load_cluster_file(&plane, &seed).unwrap();
     plane
+}
+
+/// The seed's step: high-priority-pod to 6 CPU, Deferred with the kubelet's message.
+fn defer_the_seed_resize(plane: &ControlPlane) {
+    resize_and_defer(
+        plane,
+        "high-priority-pod",
+        "app",
+        "6",
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
+    );
 }
 
 /// `kubectl patch pod NAME --subresource resize` to `cpu`, then the kubelet's Deferred verdict.
@@ -70,8 +81,7 @@ fn now_rfc3339() -> String {
 }
 
 struct Shim {
-    child: Child,
-    log: PathBuf,
+    process: LoggedChild,
     /// Other logs a failure should show (headroomd's).
     beside: Vec<PathBuf>,
 }
@@ -84,53 +94,33 @@ impl Shim {
     }
 
     fn start_with_ledger(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> Shim {
-        let log = plane.dir().join("headroom-shim.log");
-        let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
-            .args([
-                "kube",
-                "--node-name",
-                NODE,
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--resync-seconds",
-                "1",
-            ])
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info")
-            .env("HEADROOM_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .unwrap();
+        let process = LoggedChild::spawn(
+            Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
+                .args([
+                    "kube",
+                    "--node-name",
+                    NODE,
+                    "--metrics-addr",
+                    "127.0.0.1:0",
+                    "--resync-seconds",
+                    "1",
+                ])
+                .args(extra)
+                .env("KUBECONFIG", kubeconfig)
+                .env("RUST_LOG", "info")
+                // The shim reads its own variable (it ignores RUST_LOG today).
+                .env("HEADROOM_LOG", "info"),
+            plane.dir().join("headroom-shim.log"),
+        )
+        .unwrap();
         Shim {
-            child,
-            log,
+            process,
             beside: Vec::new(),
         }
     }
 
-    /// The log, without the ANSI colours the shim prints even into a file.
     fn log(&self) -> String {
-        let raw = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let mut plain = String::with_capacity(raw.len());
-        let mut chars = raw.chars();
-        while let Some(c) = chars.next() {
-            if c == '\u{1b}' {
-                // CSI: ESC [ parameters final-byte
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            } else {
-                plain.push(c);
-            }
-        }
-        plain
+        self.process.log()
     }
 }
 
@@ -149,22 +139,6 @@ fn headroomd_binary() -> PathBuf {
         binary.display()
     );
     binary
-}
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Shim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn pod(plane: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
@@ -229,13 +203,7 @@ fn seed_resize_evicts_the_low_priority_pod_through_the_eviction_api() {
         .as_str()
         .unwrap()
         .to_string();
-    resize_and_defer(
-        &plane,
-        "high-priority-pod",
-        "app",
-        "6",
-        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
-    );
+    defer_the_seed_resize(&plane);
     let shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
 
     let victim = wait_for(
@@ -325,13 +293,7 @@ fn a_pdb_with_no_disruptions_allowed_refuses_the_eviction_and_the_victim_keeps_r
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
-    resize_and_defer(
-        &plane,
-        "high-priority-pod",
-        "app",
-        "6",
-        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
-    );
+    defer_the_seed_resize(&plane);
     let shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
 
     let refusal = wait_for(
@@ -368,11 +330,10 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
         .unwrap();
     let socket = plane.dir().join("headroomd.sock");
     let daemon_log = plane.dir().join("headroomd.log");
-    let out = std::fs::File::create(&daemon_log).unwrap();
     // As the DaemonSet runs it, minus the probes (this test is about the API server; the
     // kernel tests cover them): the Node and its Pods from the API server, as the
     // ServiceAccount with the headroom-daemon ClusterRole.
-    let _daemon = Daemon(
+    let _daemon = LoggedChild::spawn(
         Command::new(headroomd_binary())
             .args([
                 "serve",
@@ -390,12 +351,11 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
             .args(["--metrics-listen", ""])
             .env("KUBECONFIG", &kubeconfig)
             .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .unwrap(),
-    );
+            // The shim reads its own variable (it ignores RUST_LOG today).
+            .env("HEADROOM_LOG", "info"),
+        &daemon_log,
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !socket.exists() {
         assert!(
@@ -405,13 +365,7 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
         );
         thread::sleep(Duration::from_millis(100));
     }
-    resize_and_defer(
-        &plane,
-        "high-priority-pod",
-        "app",
-        "6",
-        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
-    );
+    defer_the_seed_resize(&plane);
     let socket_arg = socket.to_str().unwrap().to_string();
     let mut shim = Shim::start_with_ledger(
         &plane,

@@ -17,12 +17,12 @@ use std::{
     collections::BTreeSet,
     fmt::Write as _,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::Command,
     thread,
     time::{Duration, Instant},
 };
 
-use headroom_testkit::{ControlPlane, ControlPlaneOptions, SchedulerGate, load_cluster_file};
+use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, SchedulerGate, load_cluster_file};
 use serde_json::Value;
 
 struct PodSpec {
@@ -366,38 +366,27 @@ fn plan(file: &Path, scenario: &Scenario, ns: &str) -> Option<BTreeSet<String>> 
     )
 }
 
-struct Shim(Child);
-
-impl Drop for Shim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_shim(kubeconfig: &Path, node: &str, log: &Path) -> Shim {
-    let out = std::fs::File::create(log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
-        .args([
-            "kube",
-            "--node-name",
-            node,
-            "--ledger",
-            "local",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--resync-seconds",
-            "1",
-        ])
-        .env("KUBECONFIG", kubeconfig)
-        .env("RUST_LOG", "info")
-        .env("HEADROOM_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .unwrap();
-    Shim(child)
+fn start_shim(kubeconfig: &Path, node: &str, log: &Path) -> LoggedChild {
+    LoggedChild::spawn(
+        Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
+            .args([
+                "kube",
+                "--node-name",
+                node,
+                "--ledger",
+                "local",
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--resync-seconds",
+                "1",
+            ])
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info")
+            // The shim reads its own variable (it ignores RUST_LOG today).
+            .env("HEADROOM_LOG", "info"),
+        log,
+    )
+    .unwrap()
 }
 
 /// `docs/upstream-differences.md`'s table rows: `| scenario | headroom | upstream | reason |`.

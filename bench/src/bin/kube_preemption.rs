@@ -14,7 +14,7 @@
 //! standalone node (bench `e2e`).
 use std::{
     path::Path,
-    process::{Child, Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
@@ -23,7 +23,7 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use headroom_bench::{
     BenchArgs, Comparison, Summary, new_histogram, print_comparison, tokio_runtime, write_json,
 };
-use headroom_testkit::{ControlPlane, ControlPlaneOptions, SchedulerGate, load_cluster_file};
+use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, SchedulerGate, load_cluster_file};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 
@@ -60,7 +60,7 @@ fn main() -> Result<()> {
             let _running = match path {
                 Preemptor::Headroom => {
                     plane.stop("kube-scheduler");
-                    Some(Shim::start(&plane, &shim_kubeconfig)?)
+                    Some(start_shim(&plane, &shim_kubeconfig)?)
                 }
                 Preemptor::Upstream => {
                     plane.start_scheduler(SchedulerGate::On)?;
@@ -240,16 +240,13 @@ async fn clean_up(client: &kube::Client, rep: usize) -> Result<()> {
     bail!("repetition {rep}'s Pods were not removed")
 }
 
-struct Shim(Child);
-
-impl Shim {
-    fn start(plane: &ControlPlane, kubeconfig: &Path) -> Result<Shim> {
-        let shim = std::env::var_os("HEADROOM_SHIM_BIN").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/headroom-shim"),
-            std::path::PathBuf::from,
-        );
-        let log = std::fs::File::create(plane.dir().join("headroom-shim.log"))?;
-        let child = Command::new(&shim)
+fn start_shim(plane: &ControlPlane, kubeconfig: &Path) -> Result<LoggedChild> {
+    let shim = std::env::var_os("HEADROOM_SHIM_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/headroom-shim"),
+        std::path::PathBuf::from,
+    );
+    LoggedChild::spawn(
+        Command::new(&shim)
             .args([
                 "kube",
                 "--node-name",
@@ -260,19 +257,8 @@ impl Shim {
                 "127.0.0.1:0",
             ])
             .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("start {}", shim.display()))?;
-        Ok(Shim(child))
-    }
-}
-
-impl Drop for Shim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+            .env("RUST_LOG", "warn"),
+        plane.dir().join("headroom-shim.log"),
+    )
+    .with_context(|| format!("start {}", shim.display()))
 }

@@ -1,0 +1,75 @@
+//! A program a test starts beside the control plane (headroom-shim, headroomd): its output in a
+//! log file, killed and reaped when dropped.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+};
+
+pub struct LoggedChild {
+    child: Child,
+    log: PathBuf,
+}
+
+impl LoggedChild {
+    /// Starts `cmd` with stdin closed and stdout and stderr into `log`.
+    pub fn spawn(cmd: &mut Command, log: impl Into<PathBuf>) -> std::io::Result<LoggedChild> {
+        let log = log.into();
+        let out = fs::File::create(&log)?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()?;
+        Ok(LoggedChild { child, log })
+    }
+
+    /// The log so far, without ANSI colours.
+    pub fn log(&self) -> String {
+        strip_ansi(&fs::read_to_string(&self.log).unwrap_or_default())
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+}
+
+impl Drop for LoggedChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `text` without ANSI CSI sequences (`ESC [ … final-letter`), which tracing prints even into
+/// files.
+pub fn strip_ansi(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_ansi;
+
+    #[test]
+    fn colours_are_stripped_and_text_kept() {
+        assert_eq!(
+            strip_ansi("\u{1b}[2mts\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m a=b"),
+            "ts  INFO a=b"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+}
