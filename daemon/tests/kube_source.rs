@@ -326,32 +326,35 @@ async fn mock_apiserver_node_and_pods_become_allocatable_and_allocated() {
         assert!(st.watches.contains_key("nodes") && st.watches.contains_key("pods"));
     }
 
-    // 1500m more for the resizer: 1170m free, refused; with web (750m) leaving for it, 1920m.
-    let e = c.reserve(reserve("r-without", 1500, &[])).await.unwrap_err();
+    // 2500m for the resizer, 1000m of which its own count already holds (it is counted at its
+    // desired 2 CPU, admitted at 1): 1500m beyond 1170m free, refused; with web (750m) leaving
+    // for it, 1920m free, granted.
+    let e = c.reserve(reserve("r-without", 2500, &[])).await.unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
     let e = c
-        .reserve(reserve("r-self", 1500, &[RESIZER_UID]))
+        .reserve(reserve("r-self", 2500, &[RESIZER_UID]))
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
     let e = c
-        .reserve(reserve("r-bad", 1500, &["../../etc"]))
+        .reserve(reserve("r-bad", 2500, &["../../etc"]))
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
     let too_many: Vec<String> = (0..257).map(|i| format!("uid-{i}")).collect();
-    let mut req = reserve("r-many", 1500, &[]);
+    let mut req = reserve("r-many", 2500, &[]);
     req.releasing_pod_uids = too_many;
     let e = c.reserve(req).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
     let ok = c
-        .reserve(reserve("r-with", 1500, &[WEB_UID, JOB_UID]))
+        .reserve(reserve("r-with", 2500, &[WEB_UID, JOB_UID]))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(ok.reservation.unwrap().id, "r-with");
 
-    // The victim leaves (a watch event): allocated follows, and the reservation holds its room.
+    // The victim leaves (a watch event): allocated follows, and the reservation holds its room
+    // (1500m shown reserved: the part its Pod's count does not already hold).
     let mut gone = web();
     gone["metadata"]["resourceVersion"] = json!("1010");
     push(&state, "pods", json!({"type": "DELETED", "object": gone}));

@@ -166,6 +166,8 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     test.current_dir(root).env("HEADROOM_K8S_BIN", &k8s_bin).args([
         "test",
         "--workspace",
+        // Every failing test binary is reported, not only the first.
+        "--no-fail-fast",
         "--",
         "--test-threads=1",
     ]);
