@@ -971,13 +971,16 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
         reject: Vec::new(),
         on_disk: false,
     };
-    progress("vm: cargo build -p headroom-shim --bin headroom-shim (the demo)");
+    // The demo is the standalone backend, a feature the Kubernetes-only build leaves out.
+    progress("vm: cargo build -p headroom-shim --bin headroom-shim --features standalone (the demo)");
     run(Command::new("cargo").current_dir(root).args([
         "build",
         "-p",
         "headroom-shim",
         "--bin",
         "headroom-shim",
+        "--features",
+        "standalone",
     ]))?;
     Ok(vec![
         GuestTest {
