@@ -311,6 +311,12 @@ fn still_running(plane: &ControlPlane, ns: &str) -> BTreeSet<String> {
 }
 
 /// Who was evicted, once nothing has changed for `quiet` (or `limit` has passed).
+/// A side has decided once nothing changed for this long (upstream's scheduler acts on the
+/// status update at once; the shim within its first reconcile)...
+const QUIET: Duration = Duration::from_secs(5);
+/// ...or once this much has passed.
+const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+
 fn settle(
     plane: &ControlPlane,
     ns: &str,
@@ -453,24 +459,12 @@ fn headroom_evicts_whom_upstream_kube_scheduler_evicts() {
         let all: BTreeSet<String> = scenario.pods.iter().map(|p| p.name.to_string()).collect();
 
         load_cluster_file(&upstream, &file_text).unwrap();
-        let by_upstream = settle(
-            &upstream,
-            &ns,
-            &all,
-            Duration::from_secs(3),
-            Duration::from_secs(20),
-        );
+        let by_upstream = settle(&upstream, &ns, &all, QUIET, SETTLE_LIMIT);
 
         load_cluster_file(&headroom, &file_text).unwrap();
         let log = headroom.dir().join(format!("shim-{}.log", scenario.name));
         let shim = start_shim(&kubeconfig, &node, &log);
-        let by_shim = settle(
-            &headroom,
-            &ns,
-            &all,
-            Duration::from_secs(3),
-            Duration::from_secs(20),
-        );
+        let by_shim = settle(&headroom, &ns, &all, QUIET, SETTLE_LIMIT);
         drop(shim);
 
         let by_plan = plan(&file, scenario, &ns);
