@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::{MOUNT, privileged};
 use headroom_actuator::{
-    ActuateError, Actuator, ActuatorConfig, CgroupVersion, ConversionConfig, KubeResources, PodCgroups,
-    Recovery, ResizeRequest, Roots, ScratchRoots, convert,
+    ActuateError, Actuator, ActuatorConfig, CgroupVersion, ConversionConfig, PodCgroups, Recovery,
+    ResizeRequest, Roots, ScratchRoots, convert,
 };
 
 const UID: &str = "7a1b2c3d-0000-4000-8000-0000000vanish";
@@ -20,23 +20,7 @@ const CONTAINERS: [&str; 2] = ["app", "sidecar"];
 const MIB: u64 = 1 << 20;
 
 fn request(cpu: u64, limit: u64, mem: u64) -> ResizeRequest {
-    ResizeRequest {
-        pod_uid: UID.into(),
-        containers: CONTAINERS
-            .iter()
-            .map(|c| {
-                (
-                    (*c).to_owned(),
-                    KubeResources {
-                        cpu_request_milli: cpu,
-                        cpu_limit_milli: Some(limit),
-                        memory_limit_bytes: Some(mem),
-                    },
-                )
-            })
-            .collect(),
-        pod: None,
-    }
+    common::uniform_request(UID, &CONTAINERS, cpu, limit, mem)
 }
 
 /// What the caller of a resize that hit a vanished cgroup must see, and what must follow.

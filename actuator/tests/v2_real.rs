@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::{MOUNT, Proc, read_file};
 use headroom_actuator::{
-    ActuateError, Actuator, ActuatorConfig, CgroupSetup, ConversionConfig, KubeResources, PodCgroups,
-    ResizeRequest, Roots, WeightFormula, detect_setup,
+    ActuateError, Actuator, ActuatorConfig, CgroupSetup, ConversionConfig, PodCgroups, ResizeRequest, Roots,
+    WeightFormula, detect_setup,
 };
 
 const UID: &str = "7c1e0b2a-0000-4000-8000-0000v2real00";
@@ -100,23 +100,7 @@ fn scratch(name: &str) -> Scratch {
 }
 
 fn request(cpu_milli: u64, limit_milli: u64, mem: u64) -> ResizeRequest {
-    ResizeRequest {
-        pod_uid: UID.into(),
-        containers: CONTAINERS
-            .iter()
-            .map(|c| {
-                (
-                    (*c).to_owned(),
-                    KubeResources {
-                        cpu_request_milli: cpu_milli,
-                        cpu_limit_milli: Some(limit_milli),
-                        memory_limit_bytes: Some(mem),
-                    },
-                )
-            })
-            .collect(),
-        pod: None,
-    }
+    common::uniform_request(UID, &CONTAINERS, cpu_milli, limit_milli, mem)
 }
 
 fn value(s: &Scratch, rel: &str) -> String {

@@ -2,6 +2,8 @@
 //! (no root needed: this host has no v2 controllers, so the kernel side is tested on v1).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -11,8 +13,7 @@ use headroom_actuator::apply::RecoveryPolicy;
 use headroom_actuator::convert;
 use headroom_actuator::intent::IntentRecord;
 use headroom_actuator::{
-    ActuateError, Actuator, ActuatorConfig, ConversionConfig, KubeResources, Recovery, ResizeRequest, Roots,
-    WeightFormula,
+    ActuateError, Actuator, ActuatorConfig, ConversionConfig, Recovery, ResizeRequest, Roots, WeightFormula,
 };
 
 const UID: &str = "0f3c2a1e-7d4b-4c1a-9e2f-5a6b7c8d9e0f";
@@ -69,23 +70,7 @@ fn actuator(t: &Tree, recovery: RecoveryPolicy) -> Actuator {
 }
 
 fn request(cpu_milli: u64, limit_milli: u64, mem: u64) -> ResizeRequest {
-    ResizeRequest {
-        pod_uid: UID.into(),
-        containers: CONTAINERS
-            .iter()
-            .map(|c| {
-                (
-                    (*c).to_owned(),
-                    KubeResources {
-                        cpu_request_milli: cpu_milli,
-                        cpu_limit_milli: Some(limit_milli),
-                        memory_limit_bytes: Some(mem),
-                    },
-                )
-            })
-            .collect(),
-        pod: None,
-    }
+    common::uniform_request(UID, &CONTAINERS, cpu_milli, limit_milli, mem)
 }
 
 /// Every value file of the tree, by path relative to the root.

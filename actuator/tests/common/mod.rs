@@ -1,10 +1,11 @@
-//! Shared helpers for the privileged tests on this host's real v1 cgroups.
+//! Shared helpers for the actuator's tests: the privileged gate, processes in cgroups, and the
+//! resize request every container of a Pod gets alike.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use headroom_actuator::{CgroupSetup, detect_setup};
+use headroom_actuator::{CgroupSetup, KubeResources, ResizeRequest, detect_setup};
 
 pub const MOUNT: &str = "/sys/fs/cgroup";
 
@@ -68,4 +69,32 @@ pub fn read_file(path: &Path) -> String {
         .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
         .trim()
         .to_owned()
+}
+
+/// A resize of Pod `uid` giving each of `containers` the same cpu request and limit (millicores)
+/// and memory limit (bytes).
+pub fn uniform_request(
+    uid: &str,
+    containers: &[&str],
+    cpu_request_milli: u64,
+    cpu_limit_milli: u64,
+    memory_limit_bytes: u64,
+) -> ResizeRequest {
+    ResizeRequest {
+        pod_uid: uid.into(),
+        containers: containers
+            .iter()
+            .map(|c| {
+                (
+                    (*c).to_owned(),
+                    KubeResources {
+                        cpu_request_milli,
+                        cpu_limit_milli: Some(cpu_limit_milli),
+                        memory_limit_bytes: Some(memory_limit_bytes),
+                    },
+                )
+            })
+            .collect(),
+        pod: None,
+    }
 }
