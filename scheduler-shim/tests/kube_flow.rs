@@ -1433,12 +1433,7 @@ fn plan_on(pods: &[Value]) -> (headroom_shim::Outcome, Vec<String>) {
     };
     let (state, request) = headroom_shim::cluster_file::node_state_for(&cluster, &spec).unwrap();
     let decision = headroom_shim::decide(&state, &request).unwrap();
-    let victims = decision
-        .victims
-        .iter()
-        .map(|v| format!("{}/{}", v.namespace, v.name))
-        .collect();
-    (decision.outcome, victims)
+    (decision.outcome, decision.victim_keys())
 }
 
 #[tokio::test]

@@ -206,12 +206,7 @@ fn plan(yaml: &str, cpu: &str) -> (Outcome, Vec<String>) {
     };
     let (state, request) = node_state_for(&parse_cluster(yaml).unwrap(), &spec).unwrap();
     let decision = headroom_shim::decide(&state, &request).unwrap();
-    let victims = decision
-        .victims
-        .iter()
-        .map(|v| format!("{}/{}", v.namespace, v.name))
-        .collect();
-    (decision.outcome, victims)
+    (decision.outcome, decision.victim_keys())
 }
 
 /// The same scenarios as the Kubernetes backend's `mock_apiserver_backend_preempts_the_victims_plan_names`

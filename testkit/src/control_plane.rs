@@ -262,23 +262,9 @@ impl ControlPlane {
             .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}=true"))
             .arg("--profiling=false");
         self.spawn("kube-apiserver", &mut apiserver)?;
-        let deadline = Instant::now() + self.start_timeout;
-        loop {
-            self.check_alive()?;
-            let ready = self
-                .kubectl()
-                .args(["get", "--raw=/readyz", "--request-timeout=2s"])
-                .output()
-                .map(|out| out.status.success())
-                .unwrap_or(false);
-            if ready {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(self.not_ready("kube-apiserver"));
-            }
-            thread::sleep(Duration::from_millis(200));
-        }
+        self.wait_until_ready("kube-apiserver", |plane| {
+            plane.kubectl_succeeds(&["get", "--raw=/readyz", "--request-timeout=2s"])
+        })
     }
 
     fn start_controller_manager(&mut self) -> Result<(), ControlPlaneError> {
@@ -296,23 +282,9 @@ impl ControlPlane {
             .arg("--v=1");
         self.spawn("kube-controller-manager", &mut cmd)?;
         // Pods are refused until their namespace's `default` ServiceAccount exists.
-        let deadline = Instant::now() + self.start_timeout;
-        loop {
-            self.check_alive()?;
-            if self
-                .kubectl()
-                .args(["get", "serviceaccount", "default", "-n", "default"])
-                .output()
-                .map(|out| out.status.success())
-                .unwrap_or(false)
-            {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(self.not_ready("kube-controller-manager"));
-            }
-            thread::sleep(Duration::from_millis(200));
-        }
+        self.wait_until_ready("kube-controller-manager", |plane| {
+            plane.kubectl_succeeds(&["get", "serviceaccount", "default", "-n", "default"])
+        })
     }
 
     fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> Result<(), ControlPlaneError> {
@@ -332,11 +304,23 @@ impl ControlPlane {
     }
 
     fn wait_for_log(&mut self, name: &str, needle: &str) -> Result<(), ControlPlaneError> {
+        let log = self.dir.path().join(format!("{name}.log"));
+        self.wait_until_ready(name, |_| {
+            fs::read_to_string(&log).is_ok_and(|text| text.contains(needle))
+        })
+    }
+
+    /// Polls `ready` until it holds, failing when a component exits or after `start_timeout`,
+    /// with `name`'s log tail.
+    fn wait_until_ready(
+        &mut self,
+        name: &str,
+        mut ready: impl FnMut(&ControlPlane) -> bool,
+    ) -> Result<(), ControlPlaneError> {
         let deadline = Instant::now() + self.start_timeout;
         loop {
             self.check_alive()?;
-            let log = self.dir.path().join(format!("{name}.log"));
-            if fs::read_to_string(&log).is_ok_and(|text| text.contains(needle)) {
+            if ready(self) {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -344,6 +328,14 @@ impl ControlPlane {
             }
             thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Whether `kubectl ARGS` (as the administrator) exits 0.
+    fn kubectl_succeeds(&self, args: &[&str]) -> bool {
+        self.kubectl()
+            .args(args)
+            .output()
+            .is_ok_and(|out| out.status.success())
     }
 
     fn check_alive(&mut self) -> Result<(), ControlPlaneError> {

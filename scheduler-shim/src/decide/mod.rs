@@ -164,6 +164,16 @@ pub struct Decision {
     pub pdb_violations: usize,
 }
 
+impl Decision {
+    /// The victims as `namespace/name`, in the decision's order.
+    pub fn victim_keys(&self) -> Vec<String> {
+        self.victims
+            .iter()
+            .map(|v| format!("{}/{}", v.namespace, v.name))
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum DecideError {
     #[error("pod {namespace}/{name} is not on node {node}")]

@@ -101,11 +101,7 @@ impl Reservation {
                 .allocatable
                 .saturating_sub(decision.used.saturating_sub(freed))
                 .saturating_sub(request.admitted),
-            victims: decision
-                .victims
-                .iter()
-                .map(|v| format!("{}/{}", v.namespace, v.name))
-                .collect(),
+            victims: decision.victim_keys(),
             releasing_pod_uids: decision
                 .victims
                 .iter()
