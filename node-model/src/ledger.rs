@@ -126,6 +126,31 @@ impl ReservationLedger {
             .fold(Resources::ZERO, |sum, r| sum.saturating_add(r.amount))
     }
 
+    /// How much of the live reservations (and of `adding`, one about to be made) the Pods' own
+    /// counts already hold: a Pod counted at its desired size (as the scheduler counts a
+    /// resizing Pod) holds `pending_resize(pod)` of its reservations itself, at most once per
+    /// Pod, so that part is not room taken twice.
+    pub fn held_by_counts(
+        &self,
+        now: Instant,
+        adding: Option<(&str, Resources)>,
+        pending_resize: impl Fn(&str) -> Resources,
+    ) -> Resources {
+        let mut per_pod: BTreeMap<&str, Resources> = BTreeMap::new();
+        let live = self
+            .reservations
+            .values()
+            .filter(|r| r.is_live(now))
+            .map(|r| (r.pod.as_str(), r.amount));
+        for (pod, amount) in live.chain(adding) {
+            let sum = per_pod.entry(pod).or_insert(Resources::ZERO);
+            *sum = sum.saturating_add(amount);
+        }
+        per_pod.into_iter().fold(Resources::ZERO, |held, (pod, amount)| {
+            held.saturating_add(amount.min(pending_resize(pod)))
+        })
+    }
+
     /// All reservations (live or not yet expired out), ordered by id.
     pub fn iter(&self) -> impl Iterator<Item = &Reservation> {
         self.reservations.values()
@@ -149,6 +174,29 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_pods_pending_resize_holds_its_reservations_once() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(30);
+        let plenty = Resources::new(10_000, 0);
+        let mut ledger = ReservationLedger::new();
+        for (id, pod, cpu) in [("a1", "a", 1500), ("a2", "a", 1000), ("b", "b", 700)] {
+            let reserved = ledger.reserve(id, pod, Resources::new(cpu, 0), later, now, plenty);
+            assert!(reserved.is_ok(), "{reserved:?}");
+        }
+        let pending = |pod: &str| match pod {
+            "a" => Resources::new(2000, 0),
+            _ => Resources::ZERO,
+        };
+        // a: 2500 reserved, 2000 of it pending in its count; b holds nothing.
+        assert_eq!(ledger.held_by_counts(now, None, pending), Resources::new(2000, 0));
+        // An addition for a Pod already fully credited gets nothing more.
+        let more = Some(("a", Resources::new(500, 0)));
+        assert_eq!(ledger.held_by_counts(now, more, pending), Resources::new(2000, 0));
+        // Expired reservations hold nothing.
+        assert_eq!(ledger.held_by_counts(later, None, pending), Resources::ZERO);
+    }
 
     #[test]
     fn refuses_double_promise_and_expires() {

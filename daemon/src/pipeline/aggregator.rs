@@ -1,7 +1,6 @@
 //! The single aggregator thread: owns all mutable state, turns cumulative counters into rates and
 //! publishes immutable snapshots.
 
-use std::collections::BTreeMap;
 use std::{
     collections::HashMap,
     hash::{BuildHasherDefault, Hasher},
@@ -602,23 +601,10 @@ impl Aggregator {
             .map_or(Resources::ZERO, |p| p.pending_resize)
     }
 
-    /// How much of the live reservations (and of `adding`, one about to be made) the Pods' own
-    /// counts already hold: a reservation for a resizing Pod counted at its desired size is not
-    /// room taken twice, and each Pod's pending resize holds at most once.
+    /// [`headroom_node_model::ReservationLedger::held_by_counts`] with this node's Pods.
     fn held_by_counts(&self, now: Instant, adding: Option<(&str, Resources)>) -> Resources {
-        let mut per_pod: BTreeMap<&str, Resources> = BTreeMap::new();
-        let live = self
-            .ledger
-            .iter()
-            .filter(|r| r.is_live(now))
-            .map(|r| (r.pod.as_str(), r.amount));
-        for (pod, amount) in live.chain(adding) {
-            let sum = per_pod.entry(pod).or_insert(Resources::ZERO);
-            *sum = sum.saturating_add(amount);
-        }
-        per_pod.into_iter().fold(Resources::ZERO, |held, (pod, amount)| {
-            held.saturating_add(amount.min(self.pending_resize_of(pod)))
-        })
+        self.ledger
+            .held_by_counts(now, adding, |pod| self.pending_resize_of(pod))
     }
 
     /// The Pod source's allocatable (from the Node object) when it has one, else the config's.
