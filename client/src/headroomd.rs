@@ -159,11 +159,10 @@ impl Headroomd {
         result
     }
 
-    /// `GetHeadroom` (node figures and reservations, no Pods).
-    pub async fn get_headroom(&self) -> Result<pb::HeadroomSnapshot, HeadroomdError> {
+    /// `GetHeadroom`: node figures and reservations, and each Pod's pressure with `include_pods`.
+    pub async fn get_headroom(&self, include_pods: bool) -> Result<pb::HeadroomSnapshot, HeadroomdError> {
         self.call("GetHeadroom", |mut c| async move {
-            c.get_headroom(pb::GetHeadroomRequest { include_pods: false })
-                .await
+            c.get_headroom(pb::GetHeadroomRequest { include_pods }).await
         })
         .await
     }
@@ -231,7 +230,7 @@ mod tests {
     async fn a_missing_socket_is_a_connect_error_and_nothing_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let headroomd = Headroomd::new(dir.path().join("absent.sock"));
-        let error = headroomd.get_headroom().await.unwrap_err();
+        let error = headroomd.get_headroom(false).await.unwrap_err();
         assert!(matches!(error, HeadroomdError::Connect { .. }), "{error}");
         assert!(headroomd.channel.lock().await.is_none());
     }

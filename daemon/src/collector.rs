@@ -50,6 +50,9 @@ impl Default for CollectorConfig {
     }
 }
 
+/// The longest walk period when no probe reports cgroup creation.
+pub const REWALK_WITHOUT_PROBES: Duration = Duration::from_millis(500);
+
 /// A running collector; stops and joins on drop.
 pub struct Collector {
     stop: Arc<AtomicBool>,
@@ -68,6 +71,13 @@ impl Collector {
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
+        // Without probes no `cgroup_mkdir` says a Pod appeared: walk often enough that its
+        // cgroup-file figures are attributed within a moment, not after the full period.
+        let rewalk_every = if probes.is_some() {
+            config.rewalk_every
+        } else {
+            config.rewalk_every.min(REWALK_WITHOUT_PROBES)
+        };
         let thread = std::thread::Builder::new()
             .name("headroom-collector".into())
             .spawn(move || {
@@ -82,7 +92,7 @@ impl Collector {
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
                     let started = Instant::now();
-                    if last_walk.elapsed() >= config.rewalk_every {
+                    if last_walk.elapsed() >= rewalk_every {
                         state.dirty = true;
                     }
                     if state.dirty {

@@ -47,9 +47,15 @@ enum Command {
         /// The container to resize; needed when the Pod has more than one.
         #[arg(long)]
         container: Option<String>,
-        /// Print one JSON object: {outcome, victims, message}.
+        /// Print one JSON object: {outcome, victims, message, shrinks, giveWay}.
         #[arg(long)]
         json: bool,
+        /// Live figures of Pods, as headroomd would give them (YAML: NS/POD: {cpuUsage: 100m,
+        /// cpuThrottledPercent: 2, workingSet: 120Mi}); without it nobody is shrunk (no fresh data).
+        #[arg(long, value_name = "FILE.yaml")]
+        live: Option<PathBuf>,
+        #[command(flatten)]
+        give_way: headroom_shim::give_way::GiveWayArgs,
     },
     /// Run the standalone node: headroomd in-process, Pods as real cgroups and processes, the shim
     /// loop and the control API that `headroomctl resize|events|get pods|explain` talks to.
@@ -86,10 +92,15 @@ struct PlanVictim<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct PlanOutput<'a> {
     outcome: &'static str,
     victims: Vec<PlanVictim<'a>>,
     message: &'a str,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    shrinks: &'a [headroom_shim::give_way::Shrink],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    give_way: &'a [headroom_shim::give_way::Note],
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -118,6 +129,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             memory,
             container,
             json,
+            live,
+            give_way,
         } => {
             let (namespace, name) = match resize.split_once('/') {
                 Some((ns, name)) => (ns.to_string(), name.to_string()),
@@ -128,7 +141,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let text = std::fs::read_to_string(&cluster)
                 .with_context(|| format!("reading {}", cluster.display()))?;
-            let objects = parse_cluster(&text).with_context(|| format!("{}", cluster.display()))?;
+            let mut objects = parse_cluster(&text).with_context(|| format!("{}", cluster.display()))?;
+            objects.give_way = give_way.settings();
             let spec = ResizeSpec {
                 namespace,
                 name,
@@ -136,7 +150,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 cpu,
                 memory,
             };
-            let (state, request) = node_state_for(&objects, &spec)?;
+            let (mut state, request) = node_state_for(&objects, &spec)?;
+            if let Some(live) = live {
+                let text =
+                    std::fs::read_to_string(&live).with_context(|| format!("reading {}", live.display()))?;
+                let figures = headroom_shim::give_way::parse_live_file(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", live.display()))?;
+                for pod in &mut state.pods {
+                    if let Some(f) = figures.get(&format!("{}/{}", pod.namespace, pod.name)) {
+                        pod.live = *f;
+                    }
+                }
+            }
             let decision = decide(&state, &request)?;
             let mut out = std::io::stdout().lock();
             if json {
@@ -168,6 +193,8 @@ fn plan_output(decision: &Decision) -> PlanOutput<'_> {
             })
             .collect(),
         message: &decision.message,
+        shrinks: &decision.shrinks,
+        give_way: &decision.give_way,
     }
 }
 

@@ -3,7 +3,7 @@
 //! them), turned into the decision core's input. Every bad document is reported with its number;
 //! nothing is used unless the whole file is good.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use headroom_node_model::pod::{CONDITION_RESIZE_IN_PROGRESS, CONDITION_RESIZE_PENDING};
 use headroom_node_model::{
@@ -19,6 +19,8 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::decide::{NodeInput, NodeState, PdbInput, PodInput, PreemptionPolicy, ResizeRequest};
+use crate::give_way::Policy;
+use crate::give_way::annotation::{node_allows, pod_give_way};
 
 /// The built-in PriorityClasses every API server has.
 const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
@@ -32,6 +34,16 @@ pub struct ClusterFile {
     pub priority_classes: Vec<PriorityClass>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// The operator's switches for shrinking Pods that offered (not objects of the file).
+    pub give_way: GiveWaySettings,
+}
+
+/// The operator's switches for shrink-before-evict (the shim's flags).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GiveWaySettings {
+    pub policy: Policy,
+    /// Namespaces whose Pods are never shrunk, whatever they offer.
+    pub off_namespaces: BTreeSet<String>,
 }
 
 /// One bad document (numbered from 1, in file order).
@@ -240,11 +252,20 @@ pub fn node_state_for(
         }
         pods.push(input);
     }
+    let mut policy = cluster.give_way.policy;
+    match node_allows(node) {
+        Ok(allowed) => policy.enabled &= allowed,
+        Err(why) => {
+            tracing::warn!(node = %node_name, "{why}");
+            policy.enabled = false;
+        }
+    }
     let state = NodeState {
         node: node_input,
         pods,
         pdbs: pdb_inputs,
         reserved: Resources::ZERO,
+        give_way: policy,
     };
     Ok((state, request))
 }
@@ -367,6 +388,12 @@ fn pod_input(
         }
     }
 
+    let requests = pod_requests(pod)?;
+    let give_way = pod_give_way(
+        pod,
+        requests,
+        cluster.give_way.off_namespaces.contains(&namespace),
+    );
     Ok(PodInput {
         namespace,
         name,
@@ -378,9 +405,11 @@ fn pod_input(
             .as_ref()
             .and_then(|s| s.start_time.as_ref())
             .map(|t| t.0),
-        requests: pod_requests(pod)?,
+        requests,
         qos: Some(qos_class(pod)),
         pdbs: matching,
+        give_way,
+        live: Default::default(),
     })
 }
 

@@ -3,6 +3,7 @@
 use headroom_node_model::{ResourceName, Resources, format_cpu_millis, format_memory_bytes};
 
 use crate::decide::{Decision, Outcome};
+use crate::give_way::{LiveFigures, Shrink};
 
 fn amount(resource: ResourceName, value: i64) -> String {
     match resource {
@@ -27,11 +28,67 @@ fn short_of(decision: &Decision) -> Vec<String> {
         .collect()
 }
 
-fn freed(decision: &Decision) -> Resources {
-    decision
-        .victims
+fn shrink_line(shrinks: &[Shrink]) -> Option<String> {
+    if shrinks.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = shrinks
         .iter()
-        .fold(Resources::ZERO, |sum, v| sum.saturating_add(v.requests))
+        .map(|s| {
+            format!(
+                "{} (priority {}) from {} to {}",
+                s.key(),
+                s.priority,
+                s.from,
+                s.to
+            )
+        })
+        .collect();
+    let plural = if shrinks.len() == 1 { "Pod" } else { "Pods" };
+    Some(format!(
+        "Shrinking {} lower-priority {plural} in place, as they offered — {} — frees {}.",
+        shrinks.len(),
+        each.join(", "),
+        shrinks
+            .iter()
+            .map(Shrink::freed)
+            .fold(Resources::ZERO, Resources::saturating_add)
+    ))
+}
+
+fn live_text(live: &LiveFigures) -> String {
+    let mut parts = Vec::new();
+    if let Some(u) = live.cpu_usage_millis {
+        parts.push(format!("cpu usage {}", format_cpu_millis(u)));
+    }
+    if let Some(t) = live.cpu_throttled_permille {
+        parts.push(format!("throttled {}.{}% of periods", t / 10, t % 10));
+    }
+    if let Some(w) = live.memory_working_set_bytes {
+        parts.push(format!("working set {}", format_memory_bytes(w)));
+    }
+    if parts.is_empty() {
+        "no fresh live figures".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// One line per Pod that offered to give way: what happened to it and the live figures used.
+fn give_way_lines(decision: &Decision) -> Vec<String> {
+    decision
+        .give_way
+        .iter()
+        .map(|n| {
+            format!(
+                "  {}/{}: {} (live: {})",
+                n.namespace,
+                n.name,
+                n.reason,
+                live_text(&n.live)
+            )
+        })
+        .collect()
 }
 
 /// Explains `decision` for the Pod `pod` (`namespace/name`).
@@ -58,8 +115,14 @@ pub fn explain(pod: &str, decision: &Decision) -> String {
             lines.push(format!("The resize of {pod} is pending (Deferred) because the node is full: {why}."));
             lines.push("Even evicting every Pod of lower priority on this node would not make enough room, so nobody is evicted; the resize waits.".into());
         }
+        Outcome::Shrink => {
+            lines.push(format!("The resize of {pod} is pending (Deferred) because the node is full: {why}."));
+            lines.extend(shrink_line(&decision.shrinks));
+            lines.push("Nobody is evicted; the resize is admitted once the shrinks are actuated.".into());
+        }
         Outcome::Preempt => {
             lines.push(format!("The resize of {pod} is pending (Deferred) because the node is full: {why}."));
+            lines.extend(shrink_line(&decision.shrinks));
             let names: Vec<String> = decision
                 .victims
                 .iter()
@@ -70,7 +133,7 @@ pub fn explain(pod: &str, decision: &Decision) -> String {
                 "Evicting {} lower-priority {plural} — {} — frees {}, enough for the resize; every other lower-priority Pod can stay.",
                 names.len(),
                 names.join(", "),
-                freed(decision)
+                decision.victims.iter().fold(Resources::ZERO, |sum, v| sum.saturating_add(v.requests))
             ));
             if decision.pdb_violations > 0 {
                 lines.push(format!(
@@ -79,6 +142,11 @@ pub fn explain(pod: &str, decision: &Decision) -> String {
                 ));
             }
         }
+    }
+    let notes = give_way_lines(decision);
+    if !notes.is_empty() {
+        lines.push("Pods that offered to give way in place:".into());
+        lines.extend(notes);
     }
     lines.join("\n")
 }
@@ -105,6 +173,8 @@ mod tests {
             used: Resources::new(3950, 1 << 30),
             allocatable: Resources::new(8000, 16 << 30),
             pdb_violations: 0,
+            shrinks: vec![],
+            give_way: vec![],
         };
         let text = explain("default/high-priority-pod", &decision);
         assert!(

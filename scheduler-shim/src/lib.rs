@@ -15,6 +15,7 @@
 pub mod cluster_file;
 pub mod decide;
 pub mod explain;
+pub mod give_way;
 pub mod kube;
 pub mod preempt;
 #[cfg(feature = "standalone")]

@@ -75,6 +75,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     pods,
                     pdbs,
                     reserved: Resources::new(reserved, 0),
+                    give_way: Default::default(),
                 };
                 let resize = ResizeRequest {
                     namespace: "default".into(),

@@ -74,6 +74,7 @@ fn table_covers_what_the_issue_names() {
         ("", "pods", "watch"),
         ("", "pods/status", "patch"),
         ("", "pods/eviction", "create"),
+        ("", "pods/resize", "patch"),
         ("", "nodes", "watch"),
         ("scheduling.k8s.io", "priorityclasses", "watch"),
         ("policy", "poddisruptionbudgets", "list"),
@@ -84,7 +85,7 @@ fn table_covers_what_the_issue_names() {
             "{group} {resource} {verb}"
         );
     }
-    assert_eq!(API_CALLS.len(), 9);
+    assert_eq!(API_CALLS.len(), 10);
 }
 
 #[test]

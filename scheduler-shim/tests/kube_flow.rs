@@ -1425,6 +1425,7 @@ fn plan_on(pods: &[Value]) -> (headroom_shim::Outcome, Vec<String>) {
             .into_iter()
             .map(|v| serde_json::from_value(v).unwrap())
             .collect(),
+        give_way: Default::default(),
     };
     let spec = headroom_shim::cluster_file::ResizeSpec {
         namespace: "default".into(),

@@ -392,3 +392,224 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
         "headroom was fresh: nothing blocked:\n{log}"
     );
 }
+
+/// A Pod's cgroups as the kubelet's cgroupfs driver lays them out (`kubepods/pod<uid>/<container>`)
+/// with one sleeping process, so that headroomd (`--pods-from kube`) has live figures for it. No
+/// kubelet runs here, so the test makes them; removed on drop.
+struct KubeletCgroups {
+    cgroups: headroom_actuator::layout::PodCgroups,
+    process: std::process::Child,
+}
+
+impl KubeletCgroups {
+    fn create(uid: &str, container: &str) -> Self {
+        let mount = Path::new(headroom_actuator::layout::DEFAULT_MOUNT);
+        let setup = headroom_actuator::detect_setup(mount).unwrap();
+        let roots = headroom_actuator::Roots::standalone(mount, setup, "kubepods");
+        let cgroups = headroom_actuator::layout::PodCgroups::create(&roots, uid, &[container], None).unwrap();
+        let process = Command::new("sleep").arg("600").spawn().unwrap();
+        cgroups.add_process(container, process.id()).unwrap();
+        KubeletCgroups { cgroups, process }
+    }
+}
+
+impl Drop for KubeletCgroups {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        let _ = self.cgroups.remove();
+        let mount = Path::new(headroom_actuator::layout::DEFAULT_MOUNT);
+        if let Ok(setup) = headroom_actuator::detect_setup(mount) {
+            for dir in headroom_actuator::Roots::standalone(mount, setup, "kubepods")
+                .dirs()
+                .paths()
+            {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+/// The kubelet's part of a resize it actuated: `allocatedResources` and `resources` of the
+/// Pod's first container to the spec's, no resize condition left.
+fn actuate_as_the_kubelet(plane: &ControlPlane, name: &str) {
+    let pod = pod(plane, "default", name).unwrap();
+    let resources = pod.pointer("/spec/containers/0/resources").unwrap().clone();
+    let patch = serde_json::json!([
+        {"op": "replace", "path": "/status/containerStatuses/0/allocatedResources", "value": resources["requests"]},
+        {"op": "replace", "path": "/status/containerStatuses/0/resources", "value": resources},
+    ])
+    .to_string();
+    plane
+        .kubectl_ok(&[
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=json",
+            "-p",
+            &patch,
+        ])
+        .unwrap();
+}
+
+#[test]
+fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evicted() {
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
+            "needs root (creates the Pods' cgroups) and HEADROOM_REQUIRE_PRIVILEGED=1 is set"
+        );
+        println!("SKIPPED (needs root: creates cgroups under /sys/fs/cgroup)");
+        return;
+    }
+    let plane = seed_cluster();
+    plane
+        .kubectl_ok(&[
+            "annotate",
+            "pod",
+            "low-priority-pod",
+            "headroom.io/give-way=cpu=1",
+        ])
+        .unwrap();
+    let low_uid = pod(&plane, "default", "low-priority-pod").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let _cgroups = KubeletCgroups::create(&low_uid, "worker");
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    let socket = plane.dir().join("headroomd.sock");
+    let daemon_log = plane.dir().join("headroomd.log");
+    let _daemon = LoggedChild::spawn(
+        Command::new(headroomd_binary())
+            .args([
+                "serve",
+                "--pods-from",
+                "kube",
+                "--kube-node",
+                NODE,
+                "--probes",
+                "off",
+            ])
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--intent-dir")
+            .arg(plane.dir().join("intents"))
+            .args(["--metrics-listen", ""])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "info"),
+        &daemon_log,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "headroomd did not start serving; its log:\n{}",
+            std::fs::read_to_string(&daemon_log).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    // Two readings of the new cgroup's files (headroomd walks the tree every 500 ms without probes).
+    thread::sleep(Duration::from_millis(1500));
+    defer_the_seed_resize(&plane);
+    let socket_arg = socket.to_str().unwrap().to_string();
+    let mut shim = Shim::start_with_ledger(
+        &plane,
+        &kubeconfig,
+        &["--ledger", "headroomd", "--headroomd-socket", &socket_arg],
+    );
+    shim.beside.push(daemon_log.clone());
+
+    // The shim resizes low-priority-pod through /resize: visible in `kubectl get pod -o yaml`.
+    let yaml = wait_for(
+        &shim,
+        "low-priority-pod's resize to 1 CPU",
+        Duration::from_secs(60),
+        || {
+            let yaml = plane
+                .kubectl_ok(&["get", "pod", "low-priority-pod", "-o", "yaml"])
+                .ok()?;
+            yaml.contains("cpu: \"1\"").then_some(yaml)
+        },
+    );
+    let low = pod(&plane, "default", "low-priority-pod").unwrap();
+    assert_eq!(
+        low.pointer("/spec/containers/0/resources/requests/cpu").unwrap(),
+        "1",
+        "{yaml}"
+    );
+    assert_eq!(
+        low.pointer("/spec/containers/0/resources/limits/cpu").unwrap(),
+        "1",
+        "{yaml}"
+    );
+    assert_eq!(
+        low.pointer("/spec/containers/0/resources/requests/memory")
+            .unwrap(),
+        "500Mi"
+    );
+    let gave_way = wait_for(&shim, "the GaveWay Event", Duration::from_secs(30), || {
+        events_of(&plane, "low-priority-pod")
+            .into_iter()
+            .find(|e| e["reason"] == "GaveWay")
+    });
+    let message = gave_way["message"].as_str().unwrap_or_default();
+    assert!(message.contains("default/high-priority-pod"), "{gave_way}");
+    let table = plane
+        .kubectl_ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=low-priority-pod",
+        ])
+        .unwrap();
+    assert!(table.contains("GaveWay"), "{table}");
+
+    // Until the kubelet actuates the shrink, the room is not free: nobody evicted, nothing reserved.
+    thread::sleep(Duration::from_secs(2));
+    assert!(shim.log().contains("gave way in place"), "{}", shim.log());
+    assert!(
+        !shim.log().contains("reserved in headroomd's ledger"),
+        "reserved before the shrink was actuated:\n{}",
+        shim.log()
+    );
+    actuate_as_the_kubelet(&plane, "low-priority-pod");
+    wait_for(&shim, "the room to be reserved", Duration::from_secs(30), || {
+        shim.log()
+            .contains("reserved in headroomd's ledger")
+            .then_some(())
+    });
+    // The kubelet admits and actuates high-priority-pod's resize; the shim follows it to the end.
+    actuate_as_the_kubelet(&plane, "high-priority-pod");
+    let no_conditions = serde_json::json!([{"op": "remove", "path": "/status/conditions"}]).to_string();
+    plane
+        .kubectl_ok(&[
+            "patch",
+            "pod",
+            "high-priority-pod",
+            "--subresource=status",
+            "--type=json",
+            "-p",
+            &no_conditions,
+        ])
+        .unwrap();
+    wait_for(
+        &shim,
+        "the resize to be followed to completion",
+        Duration::from_secs(30),
+        || shim.log().contains("resize actuated").then_some(()),
+    );
+    let low = pod(&plane, "default", "low-priority-pod").unwrap();
+    assert!(
+        low.pointer("/metadata/deletionTimestamp").is_none(),
+        "low-priority-pod was evicted"
+    );
+    let reasons: Vec<Value> = events_of(&plane, "low-priority-pod")
+        .into_iter()
+        .map(|e| e["reason"].clone())
+        .collect();
+    assert!(!reasons.iter().any(|r| r == "Preempted"), "{reasons:?}");
+}

@@ -66,3 +66,102 @@ fn bad_input_fails_with_a_message_and_no_output() {
     assert!(!ok);
     assert!(stderr.contains("negative"), "{stderr}");
 }
+
+/// `plan` on the seed's cluster with low-priority-pod offering to give way down to 1 CPU.
+fn plan_give_way(live: Option<&str>, extra: &[&str]) -> (bool, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::fs::read_to_string(format!(
+        "{}/examples/seed-cluster.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let annotated = seed.replacen(
+        "  name: low-priority-pod\n",
+        "  name: low-priority-pod\n  annotations: {headroom.io/give-way: \"cpu=1\"}\n",
+        1,
+    );
+    assert_ne!(annotated, seed, "the seed's cluster file changed shape");
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, annotated).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_headroom-shim"));
+    command
+        .args([
+            "plan",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--resize",
+            "default/high-priority-pod",
+            "--cpu",
+            "6",
+        ])
+        .args(extra);
+    if let Some(live) = live {
+        let path = dir.path().join("live.yaml");
+        std::fs::write(&path, live).unwrap();
+        command.args(["--live", path.to_str().unwrap()]);
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn plan_shows_the_shrink_and_the_live_figures_it_rests_on() {
+    let quiet = "default/low-priority-pod: {cpuUsage: 200m, cpuThrottledPercent: 0, workingSet: 120Mi}\n";
+    let (ok, out, err) = plan_give_way(Some(quiet), &["--json"]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["outcome"], "shrink", "{json}");
+    assert_eq!(json["victims"], serde_json::json!([]));
+    assert_eq!(json["shrinks"][0]["name"], "low-priority-pod");
+    assert_eq!(json["shrinks"][0]["to"]["cpu_millis"], 1000);
+    assert_eq!(json["giveWay"][0]["live"]["cpu_usage_millis"], 200);
+
+    let (ok, text, _) = plan_give_way(Some(quiet), &[]);
+    assert!(ok);
+    assert!(text.contains("Shrinking 1 lower-priority Pod in place"), "{text}");
+    assert!(
+        text.contains("default/low-priority-pod: gives way in place"),
+        "{text}"
+    );
+    assert!(text.contains("cpu usage 200m"), "{text}");
+
+    // Throttled: no CPU shrink, the Pod is evicted and the reason names the figure.
+    let busy = "default/low-priority-pod: {cpuUsage: 200m, cpuThrottledPercent: 40, workingSet: 120Mi}\n";
+    let (_, out, _) = plan_give_way(Some(busy), &["--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["outcome"], "preempt", "{json}");
+    assert!(
+        json["giveWay"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("throttled in 40.0% of periods"),
+        "{json}"
+    );
+
+    // Without live figures, or with shrinking off, nobody is shrunk.
+    let (_, out, _) = plan_give_way(None, &["--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["outcome"], "preempt", "{json}");
+    assert!(
+        json["giveWay"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no fresh"),
+        "{json}"
+    );
+    let (_, out, _) = plan_give_way(Some(quiet), &["--json", "--give-way", "off"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["outcome"], "preempt", "{json}");
+
+    // A malformed live file is refused with where it is wrong.
+    let (ok, _, err) = plan_give_way(
+        Some("default/low-priority-pod: {cpuThrottledPercent: 400}\n"),
+        &[],
+    );
+    assert!(!ok);
+    assert!(err.contains("cpuThrottledPercent"), "{err}");
+}

@@ -56,6 +56,7 @@ async fn node(manifest: &str) -> Node {
         reservation_ttl: Duration::from_secs(30),
         // The probes play no part in these decisions; loading them only costs time.
         probes: ProbeMode::Off,
+        give_way: Default::default(),
     })
     .await
     .unwrap();

@@ -391,6 +391,7 @@ async fn run_variant(setup: &NodeSetup, v: &Variant, warmup: usize, reps: usize)
         shim_socket: None,
         reservation_ttl: Duration::from_secs(60),
         probes: setup.probes,
+        give_way: Default::default(),
     };
     let running = start(cfg)
         .await

@@ -107,6 +107,7 @@ fn node(name: &str, n: usize, rng: &mut Rng) -> NodeState {
                 } else {
                     Vec::new()
                 },
+                ..PodInput::default()
             }
         })
         .collect();
@@ -119,6 +120,7 @@ fn node(name: &str, n: usize, rng: &mut Rng) -> NodeState {
         pods,
         pdbs,
         reserved: Resources::ZERO,
+        give_way: Default::default(),
     }
 }
 

@@ -38,6 +38,8 @@ pub struct NodeArgs {
     /// Whether headroomd loads its eBPF probes.
     #[arg(long, value_enum, default_value_t = ProbeMode::IfAvailable)]
     probes: ProbeMode,
+    #[command(flatten)]
+    give_way: headroom_shim::give_way::GiveWayArgs,
 }
 
 impl NodeArgs {
@@ -74,6 +76,7 @@ impl NodeArgs {
             shim_socket,
             reservation_ttl: Duration::from_secs(self.reservation_ttl.max(1)),
             probes: self.probes,
+            give_way: self.give_way.settings(),
         })
     }
 }

@@ -13,9 +13,11 @@
 //! promised through the reservation ledger that is not visible in any Pod's spec yet.
 
 mod order;
-mod select;
+pub(crate) mod select;
 
 use headroom_node_model::{QosClass, ResourceName, Resources};
+
+use crate::give_way::{self, GiveWay, LiveFigures, Note, Policy, Shrink};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -58,6 +60,10 @@ pub struct PodInput {
     pub qos: Option<QosClass>,
     /// Indexes into `NodeState::pdbs` of the PodDisruptionBudgets whose selector matches this Pod.
     pub pdbs: Vec<usize>,
+    /// Whether it offered to give way in place (shrink) for a more important Pod's resize.
+    pub give_way: GiveWay,
+    /// headroomd's fresh figures for it (all `None` where there are none).
+    pub live: LiveFigures,
 }
 
 impl PodInput {
@@ -82,6 +88,8 @@ pub struct NodeState {
     pub pdbs: Vec<PdbInput>,
     /// Room promised by the reservation ledger and not yet visible in any Pod's count.
     pub reserved: Resources,
+    /// The node's rules for shrinking Pods that offered.
+    pub give_way: Policy,
 }
 
 /// A resize of a Pod in `NodeState::pods`.
@@ -112,8 +120,10 @@ impl ResizeRequest {
 pub enum Outcome {
     /// The resize fits without evicting anyone; the kubelet actuates it.
     Fits,
-    /// Evicting `victims` makes the resize fit.
+    /// Evicting `victims` (and shrinking `shrinks`) makes the resize fit.
     Preempt,
+    /// Shrinking `shrinks` in place makes the resize fit; nobody is evicted.
+    Shrink,
     /// Not even evicting every lower-priority Pod makes room: nobody is evicted, it stays Deferred.
     Deferred,
     /// Beyond what the node can ever give: never preempts.
@@ -129,6 +139,7 @@ impl Outcome {
         match self {
             Outcome::Fits => "fits",
             Outcome::Preempt => "preempt",
+            Outcome::Shrink => "shrink",
             Outcome::Deferred => "deferred",
             Outcome::Infeasible => "infeasible",
             Outcome::NotEligible => "not-eligible",
@@ -162,9 +173,29 @@ pub struct Decision {
     pub allocatable: Resources,
     /// How many victims violate a PDB (the scheduler minimises this).
     pub pdb_violations: usize,
+    /// Pods shrunk in place, most important first; empty unless `outcome` is `Shrink` or `Preempt`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shrinks: Vec<Shrink>,
+    /// Why each Pod that offered to give way was or was not shrunk.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub give_way: Vec<Note>,
 }
 
 impl Decision {
+    /// Whether it makes room (by evicting, shrinking or both).
+    pub fn makes_room(&self) -> bool {
+        matches!(self.outcome, Outcome::Preempt | Outcome::Shrink)
+    }
+
+    /// What the victims and the shrinks give back.
+    pub fn freed(&self) -> Resources {
+        self.victims
+            .iter()
+            .map(|v| v.requests)
+            .chain(self.shrinks.iter().map(Shrink::freed))
+            .fold(Resources::ZERO, Resources::saturating_add)
+    }
+
     /// The victims as `namespace/name`, in the decision's order.
     pub fn victim_keys(&self) -> Vec<String> {
         self.victims
@@ -243,6 +274,8 @@ pub(crate) fn decide_with(
         used,
         allocatable,
         pdb_violations: 0,
+        shrinks: Vec::new(),
+        give_way: Vec::new(),
     };
 
     // Infeasible: the kubelet's check against allocatable, before anything else.
@@ -267,21 +300,47 @@ pub(crate) fn decide_with(
         .map(|r| deferred_message(*r, requested, used, allocatable))
         .unwrap_or_default();
 
-    if !node.disable_resize_preemption.is_empty() {
+    // Switching resize preemption off on a node is what leaves room for shrinking there instead
+    // (the v1.37 design's own reason for the switch): shrinks only, nobody evicted.
+    let allow_evictions = node.disable_resize_preemption.is_empty();
+    let never = resizing_pod.preemption_policy == PreemptionPolicy::Never;
+    if !allow_evictions && (never || !state.give_way.enabled) {
         return Ok(decision(Outcome::Disabled, messages::NODE_DISABLED.to_string()));
     }
-    if resizing_pod.preemption_policy == PreemptionPolicy::Never {
+    if never {
         return Ok(decision(
             Outcome::NotEligible,
             messages::NOT_ELIGIBLE_NEVER.to_string(),
         ));
     }
-
-    let selected = select_victims_on_node(state, resizing, requested, excluded, pdb_allowed)?;
-    let Some(selected) = selected else {
-        return Ok(decision(Outcome::Deferred, deferred_message));
+    let need = total.saturating_sub(allocatable).max(Resources::ZERO);
+    let Some(split) = select::split_candidates(state, resizing, requested, excluded, pdb_allowed)? else {
+        let outcome = if allow_evictions {
+            Outcome::Deferred
+        } else {
+            Outcome::Disabled
+        };
+        let message = if allow_evictions {
+            deferred_message
+        } else {
+            messages::NODE_DISABLED.to_string()
+        };
+        return Ok(Decision {
+            give_way: give_way::plan::notes(state, resizing, need, None, excluded),
+            ..decision(outcome, message)
+        });
     };
-    let victims = selected
+    let plan = give_way::plan::choose(state, &split, need, allow_evictions)?;
+    let notes = give_way::plan::notes(state, resizing, need, plan.as_ref(), excluded);
+    let Some(plan) = plan else {
+        return Ok(Decision {
+            give_way: notes,
+            ..decision(Outcome::Disabled, messages::NODE_DISABLED.to_string())
+        });
+    };
+    select::count_down_pdbs(state, &plan.selected, pdb_allowed);
+    let victims = plan
+        .selected
         .victims
         .iter()
         .map(|v| {
@@ -295,16 +354,39 @@ pub(crate) fn decide_with(
                 requests: pod.requests,
             }
         })
+        .collect::<Vec<_>>();
+    let mut shrunk = plan.shrunk;
+    shrunk.sort_by(|a, b| select::more_important_first(&state.pods[a.0], &state.pods[b.0]));
+    let shrinks = shrunk
+        .into_iter()
+        .map(|(i, to)| {
+            let pod = &state.pods[i];
+            Shrink {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: pod.uid.clone(),
+                priority: pod.priority,
+                from: pod.requests,
+                to,
+                live: pod.live,
+            }
+        })
         .collect();
     Ok(Decision {
-        outcome: Outcome::Preempt,
+        outcome: if victims.is_empty() {
+            Outcome::Shrink
+        } else {
+            Outcome::Preempt
+        },
         victims,
-        // The resize is Deferred until the victims are gone; say why, as the kubelet says it.
+        // The resize is Deferred until the room is made; say why, as the kubelet says it.
         message: deferred_message,
         requested,
         used,
         allocatable,
-        pdb_violations: selected.pdb_violations,
+        pdb_violations: plan.selected.pdb_violations,
+        shrinks,
+        give_way: notes,
     })
 }
 

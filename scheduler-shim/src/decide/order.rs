@@ -83,7 +83,22 @@ pub fn decide_all(state: &NodeState, resizes: &[ResizeRequest]) -> Result<Vec<Se
                 excluded[i] = true;
             }
         }
-        if matches!(decision.outcome, Outcome::Fits | Outcome::Preempt) {
+        for shrink in &decision.shrinks {
+            // Shrunk Pods count at their new size from here on (and are not shrunk twice).
+            if let Some(pod) = effective
+                .pods
+                .iter_mut()
+                .enumerate()
+                .find(|(i, p)| !excluded[*i] && p.is(&shrink.namespace, &shrink.name))
+                .map(|(_, p)| p)
+            {
+                pod.requests = shrink.to;
+            }
+        }
+        if matches!(
+            decision.outcome,
+            Outcome::Fits | Outcome::Preempt | Outcome::Shrink
+        ) {
             effective.pods[resizing].requests = resize.requested;
         }
         served.push(ServedResize {

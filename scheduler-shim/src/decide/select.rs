@@ -51,13 +51,46 @@ pub fn select_victims_on_node(
     excluded: &[bool],
     pdb_allowed: &mut [i32],
 ) -> Result<Option<SelectedVictims>, DecideError> {
+    let Some(split) = split_candidates(state, resizing, requested, excluded, pdb_allowed)? else {
+        return Ok(None);
+    };
+    let reprieved = reprieve(state, &split, &|_| None, Reprieve::FullFirst)?;
+    count_down_pdbs(state, &reprieved.selected, pdb_allowed);
+    Ok(Some(reprieved.selected))
+}
+
+/// Steps 1-3: the room taken whatever happens, and the candidates split by PDB violation, each
+/// list most important first.
+#[derive(Clone, Debug)]
+pub(crate) struct Split {
+    /// Everything that stays (the resize at `requested`, Pods not of lower priority, reservations).
+    pub base: Resources,
+    pub violating: Vec<usize>,
+    pub non_violating: Vec<usize>,
+}
+
+impl Split {
+    /// Every candidate, in reprieve order.
+    pub fn candidates(&self) -> impl Iterator<Item = usize> + '_ {
+        self.violating.iter().chain(&self.non_violating).copied()
+    }
+}
+
+/// Steps 1-3; `None` when removing every lower-priority Pod would still not make room.
+pub(crate) fn split_candidates(
+    state: &NodeState,
+    resizing: usize,
+    requested: Resources,
+    excluded: &[bool],
+    pdb_allowed: &[i32],
+) -> Result<Option<Split>, DecideError> {
     let overflow = || DecideError::Overflow {
         node: state.node.name.clone(),
     };
     let preemptor_priority = state.pods[resizing].priority;
 
     // Step 1: everything that stays whatever happens, plus the resize itself.
-    let mut remaining = state.reserved.checked_add(requested).ok_or_else(overflow)?;
+    let mut base = state.reserved.checked_add(requested).ok_or_else(overflow)?;
     let mut candidates: Vec<usize> = Vec::new();
     for (i, pod) in state.pods.iter().enumerate() {
         if i == resizing || excluded[i] {
@@ -66,11 +99,10 @@ pub fn select_victims_on_node(
         if pod.priority < preemptor_priority {
             candidates.push(i);
         } else {
-            remaining = remaining.checked_add(pod.requests).ok_or_else(overflow)?;
+            base = base.checked_add(pod.requests).ok_or_else(overflow)?;
         }
     }
-    let allocatable = state.node.allocatable;
-    if candidates.is_empty() || !remaining.fits_within(&allocatable) {
+    if candidates.is_empty() || !base.fits_within(&state.node.allocatable) {
         return Ok(None);
     }
 
@@ -98,33 +130,100 @@ pub fn select_victims_on_node(
             non_violating.push(i)
         }
     }
+    Ok(Some(Split {
+        base,
+        violating,
+        non_violating,
+    }))
+}
 
-    // Step 4.
-    let mut selected = SelectedVictims::default();
-    let both_kinds = !violating.is_empty() && !non_violating.is_empty();
-    for (list, violates_pdb) in [(&violating, true), (&non_violating, false)] {
+/// How step 4 uses a candidate that offered to give way in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reprieve {
+    /// As the scheduler: reprieved at full size when that fits, else shrunk when that fits.
+    FullFirst,
+    /// Reprieved shrunk when that fits (more Pods stay), then grown back to full size, most
+    /// important first, wherever the room allows (fewer Pods touched).
+    ShrunkFirst,
+}
+
+/// Step 4's outcome: the victims, and the candidates kept only by shrinking them (index, to).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Reprieved {
+    pub selected: SelectedVictims,
+    pub shrunk: Vec<(usize, Resources)>,
+}
+
+/// Step 4: a candidate is added back when the resize still fits with it (at full size, or at
+/// `shrunk_to` where it offered), otherwise it becomes a victim.
+pub(crate) fn reprieve(
+    state: &NodeState,
+    split: &Split,
+    shrunk_to: &dyn Fn(usize) -> Option<Resources>,
+    mode: Reprieve,
+) -> Result<Reprieved, DecideError> {
+    let overflow = || DecideError::Overflow {
+        node: state.node.name.clone(),
+    };
+    let allocatable = state.node.allocatable;
+    let mut remaining = split.base;
+    let mut out = Reprieved::default();
+    for (list, violates_pdb) in [(&split.violating, true), (&split.non_violating, false)] {
         for &i in list {
-            let with_pod = remaining
-                .checked_add(state.pods[i].requests)
-                .ok_or_else(overflow)?;
-            if with_pod.fits_within(&allocatable) {
-                remaining = with_pod; // reprieved
-            } else {
-                selected.victims.push(ChosenVictim {
+            let full = state.pods[i].requests;
+            let shrunk = shrunk_to(i);
+            let mut sizes: Vec<(Resources, bool)> = vec![(full, false)];
+            if let Some(to) = shrunk {
+                match mode {
+                    Reprieve::FullFirst => sizes.push((to, true)),
+                    Reprieve::ShrunkFirst => sizes.insert(0, (to, true)),
+                }
+            }
+            let mut kept = false;
+            for (size, is_shrunk) in sizes {
+                let with_pod = remaining.checked_add(size).ok_or_else(overflow)?;
+                if with_pod.fits_within(&allocatable) {
+                    remaining = with_pod; // reprieved
+                    if is_shrunk {
+                        out.shrunk.push((i, size));
+                    }
+                    kept = true;
+                    break;
+                }
+            }
+            if !kept {
+                out.selected.victims.push(ChosenVictim {
                     index: i,
                     violates_pdb,
                 });
-                selected.pdb_violations += usize::from(violates_pdb);
+                out.selected.pdb_violations += usize::from(violates_pdb);
             }
         }
     }
-    if both_kinds {
+    if mode == Reprieve::ShrunkFirst {
+        // `shrunk` is in reprieve order (most important first within each list).
+        out.shrunk.retain(|&(i, to)| {
+            let grown = remaining
+                .saturating_sub(to)
+                .saturating_add(state.pods[i].requests);
+            let fits = grown.fits_within(&allocatable);
+            if fits {
+                remaining = grown;
+            }
+            !fits
+        });
+    }
+    if !split.violating.is_empty() && !split.non_violating.is_empty() {
         // Keep the victims in priority order from high to low, as the scheduler does.
-        selected
+        out.selected
             .victims
             .sort_by(|a, b| more_important_first(&state.pods[a.index], &state.pods[b.index]));
     }
+    Ok(out)
+}
 
+/// The chosen victims spend their PDBs' budgets.
+pub(crate) fn count_down_pdbs(state: &NodeState, selected: &SelectedVictims, pdb_allowed: &mut [i32]) {
     for victim in &selected.victims {
         for &pdb in &state.pods[victim.index].pdbs {
             if let Some(slot) = pdb_allowed.get_mut(pdb) {
@@ -132,5 +231,4 @@ pub fn select_victims_on_node(
             }
         }
     }
-    Ok(Some(selected))
 }

@@ -41,6 +41,10 @@ pub mod reasons {
     pub const RESIZE_PREEMPTION_COMPLETED: &str = "ResizePreemptionCompleted";
     /// On the resizing Pod: the kubelet did not actuate the resize within the timeout.
     pub const RESIZE_PREEMPTION_TIMED_OUT: &str = "ResizePreemptionTimedOut";
+    /// On a Pod shrunk in place for another Pod's resize.
+    pub const GAVE_WAY: &str = crate::give_way::REASON_GAVE_WAY;
+    /// On a Pod whose `headroom.io/give-way` annotation cannot be read.
+    pub const INVALID_GIVE_WAY: &str = crate::give_way::REASON_INVALID;
 }
 
 /// Event `action`s (what the reporting controller did).
@@ -139,6 +143,23 @@ pub async fn remove_victim(
             }
         }
     }
+}
+
+/// `kubectl patch pod … --subresource resize` with `patch` (a strategic merge patch of
+/// `spec.containers[].resources`, merged by container name).
+pub async fn resize_pod(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    patch: serde_json::Value,
+) -> Result<Pod, KubeError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    rbac::PODS_RESIZE_PATCH
+        .run(
+            verb::PATCH,
+            api.patch_subresource("resize", name, &PatchParams::default(), &Patch::Strategic(patch)),
+        )
+        .await
 }
 
 /// A reference to a Pod, as Events carry it.

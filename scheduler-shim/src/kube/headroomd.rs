@@ -242,7 +242,7 @@ impl LiveHeadroom {
         {
             return Ok(latest);
         }
-        let refreshed = self.shared.headroomd.get_headroom().await;
+        let refreshed = self.shared.headroomd.get_headroom(true).await;
         let error = match refreshed {
             Ok(snapshot) => {
                 self.shared.offer(Latest::new(snapshot));
@@ -279,7 +279,8 @@ async fn subscribe(shared: Arc<Shared>) {
     loop {
         let outcome: Result<std::convert::Infallible, HeadroomdError> = async {
             let request = pb::WatchHeadroomRequest {
-                include_pods: false,
+                // Each Pod's live figures: shrink-before-evict rests on them.
+                include_pods: true,
                 min_interval_ms: u32::try_from(WATCH_MIN_INTERVAL.as_millis()).unwrap_or(u32::MAX),
             };
             let mut stream = shared.headroomd.watch_headroom(request).await?;

@@ -29,6 +29,8 @@ pub struct Metrics {
     replanned: AtomicU64,
     would_preempt: AtomicU64,
     preemption_failures: AtomicU64,
+    gave_way: AtomicU64,
+    invalid_give_way: AtomicU64,
     resizes_completed: AtomicU64,
     resizes_timed_out: AtomicU64,
     resizes_abandoned: AtomicU64,
@@ -78,6 +80,14 @@ impl Metrics {
     }
     pub fn would_preempt(&self, victims: u64) {
         self.would_preempt.fetch_add(victims, Ordering::Relaxed);
+    }
+    /// A lower-priority Pod shrunk in place for a resize.
+    pub fn gave_way(&self) {
+        self.gave_way.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A Pod's `headroom.io/give-way` annotation could not be read.
+    pub fn invalid_give_way(&self) {
+        self.invalid_give_way.fetch_add(1, Ordering::Relaxed);
     }
     pub fn preemption_failed(&self) {
         self.preemption_failures.fetch_add(1, Ordering::Relaxed);
@@ -197,6 +207,16 @@ impl Metrics {
                 "headroom_shim_preemption_failures_total",
                 "Preemptions abandoned because an API call failed.",
                 &self.preemption_failures,
+            ),
+            (
+                "headroom_shim_give_way_shrinks_total",
+                "Lower-priority Pods shrunk in place (they offered with headroom.io/give-way) instead of evicted.",
+                &self.gave_way,
+            ),
+            (
+                "headroom_shim_give_way_invalid_annotations_total",
+                "headroom.io/give-way annotations refused as malformed (one per Pod and value).",
+                &self.invalid_give_way,
             ),
             (
                 "headroom_shim_replans_total",

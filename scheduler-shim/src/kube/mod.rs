@@ -91,6 +91,8 @@ pub struct KubeConfig {
     /// `GetHeadroom` first, and if that is still older (or headroomd is unreachable) nobody is
     /// evicted.
     pub max_headroom_age: Duration,
+    /// Shrink-before-evict switches.
+    pub give_way: crate::cluster_file::GiveWaySettings,
 }
 
 impl KubeConfig {
@@ -106,6 +108,7 @@ impl KubeConfig {
             resync: Duration::from_secs(30),
             resize_timeout: Duration::from_secs(120),
             max_headroom_age: DEFAULT_MAX_HEADROOM_AGE,
+            give_way: Default::default(),
         }
     }
 }
@@ -186,6 +189,8 @@ pub struct KubeArgs {
     /// Seconds a preempted-for resize may take before its reservation is released.
     #[arg(long, default_value_t = 120)]
     pub resize_timeout_seconds: u64,
+    #[command(flatten)]
+    pub give_way: crate::give_way::GiveWayArgs,
 }
 
 impl KubeArgs {
@@ -196,6 +201,7 @@ impl KubeArgs {
             resync: Duration::from_secs(self.resync_seconds.max(1)),
             resize_timeout: Duration::from_secs(self.resize_timeout_seconds.max(1)),
             max_headroom_age: Duration::from_millis(self.max_headroom_age_ms),
+            give_way: self.give_way.settings(),
             ..KubeConfig::new(self.node_name.clone())
         }
     }

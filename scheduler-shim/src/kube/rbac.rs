@@ -115,6 +115,12 @@ pub const PODS_STATUS_PATCH: ApiCall = ApiCall::of::<Pod>(
     &[verb::PATCH],
     "DisruptionTarget condition on a victim before it is deleted",
 );
+/// Shrink before evict: a lower-priority Pod that offered gives way in place through `/resize`.
+pub const PODS_RESIZE_PATCH: ApiCall = ApiCall::of::<Pod>(
+    Some("resize"),
+    &[verb::PATCH],
+    "shrink before evict: lower-priority Pods that offered (headroom.io/give-way) are resized in place",
+);
 /// The Eviction API, only with `--preemption=eviction`.
 pub const PODS_EVICTION_CREATE: ApiCall = ApiCall {
     group: "",
@@ -157,6 +163,7 @@ pub const API_CALLS: &[ApiCall] = &[
     PODS_WATCH,
     PODS_DELETE,
     PODS_STATUS_PATCH,
+    PODS_RESIZE_PATCH,
     PODS_EVICTION_CREATE,
     NODES_WATCH,
     NAMESPACES_WATCH,

@@ -75,6 +75,8 @@ pub struct Backend {
     announced: BTreeSet<(String, i64, &'static str)>,
     /// The last cycle was blocked on stale headroom: the next one comes within [`RETRY_BLOCKED`].
     retry_soon: bool,
+    /// `(uid, why)` of malformed give-way annotations already reported.
+    invalid_give_way: BTreeSet<(String, String)>,
 }
 
 fn key(pod: &Pod) -> String {
@@ -115,6 +117,7 @@ impl Backend {
             in_flight: BTreeMap::new(),
             announced: BTreeSet::new(),
             retry_soon: false,
+            invalid_give_way: BTreeSet::new(),
         }
     }
 
@@ -202,6 +205,46 @@ impl Backend {
     }
 
     /// The Deferred resizes this shim serves: not terminating, not opted out, not in flight.
+    /// Namespaces labelled `headroom.io/give-way=off`: their Pods are never shrunk.
+    fn give_way_off_namespaces(&self) -> BTreeSet<String> {
+        self.stores
+            .namespaces
+            .state()
+            .iter()
+            .filter(|ns| {
+                ns.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(crate::give_way::annotation::ANNOTATION))
+                    .is_some_and(|v| v == "off")
+            })
+            .filter_map(|ns| ns.metadata.name.clone())
+            .collect()
+    }
+
+    /// One Warning Event per Pod and malformed `headroom.io/give-way` value, naming it.
+    async fn report_invalid_give_way(&mut self, pods: &[crate::decide::PodInput]) {
+        for pod in pods {
+            let crate::give_way::GiveWay::Invalid(why) = &pod.give_way else {
+                continue;
+            };
+            if !self.invalid_give_way.insert((pod.uid.clone(), why.clone())) {
+                continue;
+            }
+            tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), %why, "give-way annotation refused");
+            self.metrics.invalid_give_way();
+            self.event(
+                effects::pod_reference(&pod.namespace, &pod.name, &pod.uid),
+                None,
+                "Warning",
+                reasons::INVALID_GIVE_WAY,
+                actions::RESIZING,
+                format!("{why}; this Pod is never shrunk in place until it is fixed"),
+            )
+            .await;
+        }
+    }
+
     fn servable<'a>(&self, pods: &'a [Arc<Pod>], opted_out: &BTreeSet<String>) -> Vec<&'a Arc<Pod>> {
         pods.iter()
             .filter(|p| resize_state(p).is_deferred())
@@ -400,6 +443,8 @@ impl preempt::Backend for KubeCycle<'_> {
         if deferred.is_empty() {
             return Ok(None);
         }
+        let mut give_way = b.config.give_way.clone();
+        give_way.off_namespaces.extend(b.give_way_off_namespaces());
         let cluster = ClusterFile {
             nodes: vec![(*node).clone()],
             priority_classes: b
@@ -411,6 +456,7 @@ impl preempt::Backend for KubeCycle<'_> {
                 .collect(),
             pods: pods.iter().map(|p| (**p).clone()).collect(),
             pdbs: b.stores.pdbs.state().iter().map(|p| (**p).clone()).collect(),
+            give_way,
         };
         let resizes = deferred.iter().map(|p| {
             (
@@ -443,6 +489,13 @@ impl preempt::Backend for KubeCycle<'_> {
             let latest = fresh.as_ref().ok().cloned().or_else(|| live.latest());
             if let Some(latest) = latest {
                 state.reserved = unaccounted_reservations(&latest.snapshot, &state.pods);
+                // Only fresh figures: a Pod without them is never shrunk.
+                crate::give_way::fill_live(
+                    &latest.snapshot,
+                    &mut state.pods,
+                    std::time::SystemTime::now(),
+                    b.config.max_headroom_age,
+                );
                 tracing::debug!(
                     version = latest.snapshot.version,
                     reserved = %state.reserved,
@@ -451,6 +504,7 @@ impl preempt::Backend for KubeCycle<'_> {
             }
             self.gate = fresh.map(|_| ());
         }
+        b.report_invalid_give_way(&state.pods).await;
         Ok(Some(listing))
     }
 
@@ -498,6 +552,98 @@ impl preempt::Backend for KubeCycle<'_> {
             return Err(why.to_string());
         }
         Ok(())
+    }
+
+    /// Each shrink through the Pod's `/resize` subresource, after re-checking its live figures,
+    /// with a `GaveWay` Event on it; then waits until the kubelet has actuated every one (its
+    /// room is free only then).
+    async fn shrink(&mut self, resize: &Resize, decision: &Decision) -> Result<(), String> {
+        let b = &mut *self.backend;
+        let resizer = Self::resizer(resize);
+        let policy = b.config.give_way.policy;
+        for shrink in &decision.shrinks {
+            let key = shrink.key();
+            let live_now = match &b.live {
+                Some(live) => match live.fresh(b.config.max_headroom_age).await {
+                    Ok(latest) => {
+                        let mut now = vec![crate::decide::PodInput {
+                            uid: shrink.uid.clone(),
+                            ..Default::default()
+                        }];
+                        crate::give_way::fill_live(
+                            &latest.snapshot,
+                            &mut now,
+                            std::time::SystemTime::now(),
+                            b.config.max_headroom_age,
+                        );
+                        now[0].live
+                    }
+                    Err(why) => {
+                        b.blocked(resizer, resize.generation, &why, self.report).await;
+                        return Err(why.to_string());
+                    }
+                },
+                None => Default::default(),
+            };
+            if let Err(why) = crate::give_way::plan::still_safe(shrink, &live_now, &policy) {
+                let why = format!("{key} not shrunk: {why}");
+                b.failed(resizer, resize.generation, why.clone()).await;
+                return Err(why);
+            }
+            let pods = b.stores.pods.state();
+            let Some(pod) = pods.iter().find(|p| uid(p) == shrink.uid) else {
+                return Err(format!("{key} is gone"));
+            };
+            let patch = crate::give_way::patch::container_shrinks(pod, shrink.from, shrink.to)
+                .map_err(|why| format!("{key} not shrunk: {why}"))?;
+            let body = crate::give_way::patch::resize_patch(&patch);
+            if let Err(error) = effects::resize_pod(&b.client, &shrink.namespace, &shrink.name, body).await {
+                let why = format!("could not shrink {key}: {error}");
+                tracing::warn!(pod = %resize.key, shrunk = %key, %error, "shrink refused");
+                b.failed(resizer, resize.generation, why.clone()).await;
+                return Err(why);
+            }
+            b.metrics.gave_way();
+            tracing::info!(pod = %key, from = %shrink.from, to = %shrink.to, for_pod = %resize.key, "gave way in place");
+            let note =
+                crate::give_way::gave_way_message(shrink, &resize.key, &resize.uid, &b.config.node_name);
+            b.event(
+                effects::pod_reference(&shrink.namespace, &shrink.name, &shrink.uid),
+                Some(resizer.clone()),
+                "Normal",
+                reasons::GAVE_WAY,
+                actions::RESIZING,
+                note,
+            )
+            .await;
+        }
+        let deadline = Instant::now() + b.config.resize_timeout;
+        loop {
+            let pods = b.stores.pods.state();
+            let pending: Vec<String> = decision
+                .shrinks
+                .iter()
+                .filter(|s| {
+                    pods.iter()
+                        .find(|p| uid(p) == s.uid)
+                        .is_some_and(|p| !shrink_actuated(p, s.to))
+                })
+                .map(|s| s.key())
+                .collect();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let why = format!(
+                    "the kubelet did not actuate the shrink of {} in time",
+                    pending.join(", ")
+                );
+                b.failed(resizer, resize.generation, why.clone()).await;
+                return Err(why);
+            }
+            let changed = b.stores.changed.clone();
+            let _ = tokio::time::timeout(Duration::from_millis(200), changed.notified()).await;
+        }
     }
 
     async fn reserve(&mut self, resize: &Resize, reservation: &Reservation) -> Result<(), String> {
@@ -622,6 +768,13 @@ impl preempt::Backend for KubeCycle<'_> {
         };
         self.backend.in_flight.insert(resize.uid.clone(), flight);
     }
+}
+
+/// The kubelet has actuated a shrink to `to`: nothing pending and the Pod's allocated requests
+/// are at most `to`.
+fn shrink_actuated(pod: &Pod, to: headroom_node_model::Resources) -> bool {
+    resize_completed(pod)
+        && headroom_node_model::pod_requests_admitted(pod).is_ok_and(|admitted| admitted.fits_within(&to))
 }
 
 fn victim_list(decision: &Decision) -> String {

@@ -1,10 +1,12 @@
 //! The preemption protocol, one for both backends: decide → reserve → re-plan → evict → follow.
 //!
 //! A cycle lists the node and its Deferred resizes, decides them all at once in the kubelet's
-//! retry order ([`decide_all`]), and for each `preempt` decision: asks the backend whether it may
-//! go ahead (dry run, stale headroom), reserves the extra room, re-plans when a higher-priority
-//! resize arrived meanwhile (the room is given back and the cycle ends before anyone is evicted),
-//! evicts the victims, and hands the resize over to be followed to completion.
+//! retry order ([`decide_all`]), and for each `preempt` or `shrink` decision: asks the backend
+//! whether it may go ahead (dry run, stale headroom), shrinks the Pods that give way in place and
+//! waits until that is actuated (their room is free only then), reserves the extra room, re-plans
+//! when a higher-priority resize arrived meanwhile (the room is given back and the cycle ends
+//! before anyone is evicted), evicts the victims, and hands the resize over to be followed to
+//! completion.
 //!
 //! What differs between the Kubernetes API and the standalone node sits behind [`Backend`];
 //! everything that decides who goes first, what is reserved and when to stop is here, so both
@@ -20,7 +22,7 @@ use std::time::Instant;
 use headroom_node_model::Resources;
 
 use crate::cluster_file::{ClusterFile, ResizeSpec, node_state_for};
-use crate::decide::{DecideError, Decision, NodeState, Outcome, ResizeRequest, ServedResize, decide_all};
+use crate::decide::{DecideError, Decision, NodeState, ResizeRequest, ServedResize, decide_all};
 
 /// `metadata.generation` as the API server sets it: 1 for a created object that never said.
 pub fn generation(meta: Option<i64>) -> i64 {
@@ -85,10 +87,7 @@ impl Reservation {
     /// The reservation `decision` needs for `resize`.
     pub fn for_decision(resize: &Resize, decision: &Decision) -> Self {
         let request = &resize.request;
-        let freed = decision
-            .victims
-            .iter()
-            .fold(Resources::ZERO, |sum, v| sum.saturating_add(v.requests));
+        let freed = decision.freed();
         Reservation {
             id: format!("{}:{}", resize.uid, resize.generation),
             pod: resize.key.clone(),
@@ -115,8 +114,11 @@ impl Reservation {
 /// How far one resize got in a cycle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step<F> {
-    /// The decision was not `preempt`.
+    /// The decision was neither `preempt` nor `shrink`.
     NotPreempting,
+    /// A shrink failed or was refused (live figures changed); nobody evicted, with why. Shrinks
+    /// actuated before it stay: each is a complete resize of its own.
+    NotShrunk(String),
     /// The backend held the preemption back (dry run, stale headroom), with why.
     Held(String),
     /// No room could be reserved; nobody evicted.
@@ -159,6 +161,14 @@ pub trait Backend {
     ) -> impl Future<Output = Result<(), String>> + Send {
         async { Ok(()) }
     }
+
+    /// Shrinks the decision's Pods in place and returns once every shrink is actuated (re-checking
+    /// each Pod's live figures first). Only called when the decision has shrinks.
+    fn shrink(
+        &mut self,
+        resize: &Resize,
+        decision: &Decision,
+    ) -> impl Future<Output = Result<(), String>> + Send;
 
     /// Reserves the room.
     fn reserve(
@@ -283,11 +293,16 @@ async fn serve<B: Backend>(
     decision: &Decision,
     decided: &BTreeSet<String>,
 ) -> Step<B::Followed> {
-    if decision.outcome != Outcome::Preempt {
+    if !decision.makes_room() {
         return Step::NotPreempting;
     }
     if let Err(why) = backend.may_preempt(resize, decision).await {
         return Step::Held(why);
+    }
+    if !decision.shrinks.is_empty()
+        && let Err(why) = backend.shrink(resize, decision).await
+    {
+        return Step::NotShrunk(why);
     }
     let reservation = Reservation::for_decision(resize, decision);
     if let Err(why) = backend.reserve(resize, &reservation).await {
@@ -299,6 +314,9 @@ async fn serve<B: Backend>(
         backend.release(&reservation).await;
         backend.replanned(resize, &first);
         return Step::Replanned { by: first };
+    }
+    if decision.victims.is_empty() {
+        return Step::Evicted(backend.follow(resize, reservation).await);
     }
     match backend.evict(resize, decision, &reservation).await {
         Ok(()) => Step::Evicted(backend.follow(resize, reservation).await),

@@ -4,7 +4,7 @@
 use headroom_node_model::{QosClass, Resources};
 
 use super::*;
-use crate::decide::{NodeInput, PodInput};
+use crate::decide::{NodeInput, Outcome, PodInput};
 
 const GI: i64 = 1 << 30;
 
@@ -59,6 +59,7 @@ struct Fake {
     hold: Option<String>,
     refuse_reserve: Option<String>,
     fail_evict: Option<String>,
+    fail_shrink: Option<String>,
     /// Resizes pending at the time of the arrival check (beyond those listed).
     arrived: Vec<Pending>,
     reservations: Vec<Reservation>,
@@ -80,6 +81,19 @@ impl Backend for Fake {
 
     async fn may_preempt(&mut self, _resize: &Resize, _decision: &Decision) -> Result<(), String> {
         match &self.hold {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    async fn shrink(&mut self, _resize: &Resize, decision: &Decision) -> Result<(), String> {
+        let shrunk: Vec<String> = decision
+            .shrinks
+            .iter()
+            .map(|s| format!("{}:{}", s.name, s.to.cpu_millis))
+            .collect();
+        self.calls.push(format!("shrink {}", shrunk.join(",")));
+        match &self.fail_shrink {
             Some(why) => Err(why.clone()),
             None => Ok(()),
         }
@@ -292,4 +306,62 @@ async fn nothing_listed_is_an_empty_cycle() {
     let mut backend = Fake::default();
     assert!(run(&mut backend).await.is_empty());
     assert_eq!(backend.calls, ["list"]);
+}
+
+/// The seed's node with `low` offering to give way down to 1 CPU, using 200m and not throttled.
+fn state_with_low_giving_way() -> NodeState {
+    let mut s = state(vec![]);
+    s.pods[0].give_way = crate::give_way::GiveWay::Offered(crate::give_way::Offer {
+        cpu_floor_millis: Some(1000),
+        memory_floor_bytes: None,
+    });
+    s.pods[0].live = crate::give_way::LiveFigures {
+        cpu_usage_millis: Some(200),
+        cpu_throttled_permille: Some(0),
+        memory_working_set_bytes: Some(100 << 20),
+    };
+    s
+}
+
+#[tokio::test]
+async fn a_shrink_is_actuated_before_the_room_is_reserved_and_nobody_is_evicted() {
+    let mut backend = fake(
+        state_with_low_giving_way(),
+        vec![resize("high", 10000, 4000, 6000, Some(2))],
+    );
+    let served = run(&mut backend).await;
+    assert_eq!(
+        backend.calls,
+        [
+            "list",
+            "decided default/high shrink",
+            "shrink low:1000",
+            "reserve uid-high:2",
+            "follow default/high uid-high:2",
+        ]
+    );
+    assert_eq!(served[0].step, Step::Evicted("followed default/high".into()));
+    let r = &backend.reservations[0];
+    // 8 − (3 − 2 freed) − 4 CPU admitted; 16 − 1 − 1 GiB.
+    assert_eq!(r.available, Resources::new(3000, 14 * GI));
+    assert!(r.victims.is_empty() && r.releasing_pod_uids.is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_shrink_reserves_and_evicts_nothing() {
+    let mut backend = fake(
+        state_with_low_giving_way(),
+        vec![resize("high", 10000, 4000, 6000, Some(2))],
+    );
+    backend.fail_shrink = Some("working set grew".into());
+    let served = run(&mut backend).await;
+    assert_eq!(served[0].step, Step::NotShrunk("working set grew".into()));
+    assert!(
+        !backend
+            .calls
+            .iter()
+            .any(|c| c.starts_with("reserve") || c.starts_with("evict")),
+        "{:?}",
+        backend.calls
+    );
 }

@@ -50,6 +50,8 @@ pub struct NodeConfig {
     pub headroomd_socket: PathBuf,
     /// How long a reservation may live before the resize is given up on.
     pub reservation_ttl: Duration,
+    /// Shrink-before-evict switches.
+    pub give_way: crate::cluster_file::GiveWaySettings,
 }
 
 /// The default `terminationGracePeriodSeconds`.

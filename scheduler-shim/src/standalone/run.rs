@@ -28,6 +28,8 @@ pub struct RunConfig {
     pub reservation_ttl: Duration,
     /// Whether headroomd loads its eBPF probes.
     pub probes: ProbeMode,
+    /// Shrink-before-evict switches.
+    pub give_way: crate::cluster_file::GiveWaySettings,
 }
 
 /// This machine's host name, the Node's name by default.
@@ -110,6 +112,7 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
             grace_period_override: cfg.grace_period_override,
             headroomd_socket: cfg.headroomd_socket,
             reservation_ttl: cfg.reservation_ttl,
+            give_way: cfg.give_way,
         },
         daemon.embedded(),
     )?);

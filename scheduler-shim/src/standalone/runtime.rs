@@ -151,6 +151,9 @@ impl PodRuntime {
         self.processes.iter().map(|(n, _)| n.clone()).collect()
     }
 
+    /// Signals the containers' processes and every other process in the Pod's cgroups (one
+    /// added from outside, as `kubectl exec` adds one): the runtime stops them all, as `runc kill
+    /// --all` does.
     fn signal_all(&mut self, signal: Signal) {
         for (_, child) in &mut self.processes {
             if matches!(child.try_wait(), Ok(None))
@@ -159,6 +162,36 @@ impl PodRuntime {
                 // ESRCH means it exited in between: fine.
                 let _ = kill(Pid::from_raw(pid), signal);
             }
+        }
+        for pid in self.foreign_pids() {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = kill(Pid::from_raw(pid), signal);
+            }
+        }
+    }
+
+    /// Processes in the Pod's cgroups that this runtime did not start.
+    fn foreign_pids(&self) -> Vec<u32> {
+        let own: Vec<u32> = self.processes.iter().map(|(_, c)| c.id()).collect();
+        self.cgroups
+            .pids()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|pid| !own.contains(pid))
+            .collect()
+    }
+
+    /// Waits until no process is left in the Pod's cgroups that this runtime did not start (a
+    /// foreign one is not our child: it cannot be waited for, only watched leave).
+    async fn wait_foreign_gone(&self, deadline: Instant) -> bool {
+        loop {
+            if self.foreign_pids().is_empty() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
 
@@ -172,10 +205,13 @@ impl PodRuntime {
     pub async fn terminate(mut self, grace: Duration) -> Result<(), RuntimeError> {
         self.signal_all(Signal::SIGTERM);
         let deadline = Instant::now() + grace;
-        if !self.wait_exited(deadline).await {
+        let exited = self.wait_exited(deadline).await;
+        if !exited || !self.wait_foreign_gone(deadline).await {
             self.signal_all(Signal::SIGKILL);
             // SIGKILL cannot be caught: this returns as soon as the kernel reaped the tasks.
-            self.wait_exited(Instant::now() + Duration::from_secs(10)).await;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            self.wait_exited(deadline).await;
+            self.wait_foreign_gone(deadline).await;
         }
         let name = self.cgroups.uid().to_string();
         let result = self.cgroups.remove();
@@ -228,6 +264,10 @@ impl PodRuntime {
         self.signal_all(Signal::SIGKILL);
         for (_, child) in &mut self.processes {
             let _ = child.wait();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.foreign_pids().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
         }
         self.processes.clear();
         if let Err(e) = self.cgroups.remove() {

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use headroom_node_model::pod::CONDITION_RESIZE_PENDING;
 use headroom_node_model::{ResizeState, resize_state};
@@ -21,8 +21,10 @@ use super::resize::{self, Admission};
 use super::runtime::PodRuntime;
 use super::store::Store;
 use super::{DEFAULT_GRACE_PERIOD, StandaloneError};
-use crate::decide::Decision;
+use crate::decide::{Decision, PodInput};
+use crate::give_way::{self, GiveWay};
 use crate::preempt::{self, Listing, Pending, Reservation, Resize, Step as Progress};
+use headroom_node_model::Resources;
 
 /// Deferred resizes are retried at least this often (the kubelet's periodic retry is 30 s at
 /// first; the shim is woken at once on every change anyway).
@@ -80,9 +82,10 @@ pub async fn run_cycle(node: &StandaloneNode) -> Result<Vec<Served>, StandaloneE
                     tracing::info!(pod = %s.resize.key, outcome = s.decision.outcome.as_str(), message = %s.decision.message, "not preempting");
                     (None, None)
                 }
-                Progress::Held(why) | Progress::NotReserved(why) | Progress::NotEvicted(why) => {
-                    (None, Some(why))
-                }
+                Progress::Held(why)
+                | Progress::NotShrunk(why)
+                | Progress::NotReserved(why)
+                | Progress::NotEvicted(why) => (None, Some(why)),
                 Progress::Replanned { by } => (
                     None,
                     Some(format!("re-planned: {by} has a higher-priority resize pending")),
@@ -126,26 +129,50 @@ impl preempt::Backend for StandaloneCycle<'_> {
     type Followed = (StepLatencies, Option<String>);
 
     async fn list(&mut self) -> Result<Option<Listing>, StandaloneError> {
-        let store = self.node.store();
-        let mut resizes = Vec::new();
-        for (key, p) in deferred_in(&store) {
-            let meta = &p.pod.metadata;
-            let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
-            self.requested_at.insert(key.clone(), p.resize_requested_at);
-            resizes.push((
-                namespace.to_string(),
-                name.to_string(),
-                meta.uid.clone().unwrap_or_default(),
-                meta.generation,
-            ));
-        }
-        if resizes.is_empty() {
+        let listing = {
+            let store = self.node.store();
+            let mut resizes = Vec::new();
+            for (key, p) in deferred_in(&store) {
+                let meta = &p.pod.metadata;
+                let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
+                self.requested_at.insert(key.clone(), p.resize_requested_at);
+                resizes.push((
+                    namespace.to_string(),
+                    name.to_string(),
+                    meta.uid.clone().unwrap_or_default(),
+                    meta.generation,
+                ));
+            }
+            if resizes.is_empty() {
+                return Ok(None);
+            }
+            preempt::listing(&store.cluster(&self.node.config), resizes)
+        };
+        let Some(mut listing) = listing else {
             return Ok(None);
+        };
+        let offered = listing
+            .state
+            .pods
+            .iter()
+            .any(|p| matches!(p.give_way, GiveWay::Offered(_)));
+        if offered {
+            // Without fresh figures nobody is shrunk (the planner refuses), never a stale guess.
+            match live_snapshot(self.node).await {
+                Ok(snapshot) => give_way::fill_live(
+                    &snapshot,
+                    &mut listing.state.pods,
+                    SystemTime::now(),
+                    LIVE_MAX_AGE,
+                ),
+                Err(e) => tracing::warn!(error = %e, "no live figures from headroomd: nobody is shrunk"),
+            }
         }
-        Ok(preempt::listing(&store.cluster(&self.node.config), resizes))
+        Ok(Some(listing))
     }
 
-    fn decided(&mut self, resize: &Resize, _decision: &Decision, at: Instant) {
+    fn decided(&mut self, resize: &Resize, decision: &Decision, at: Instant) {
+        tracing::debug!(pod = %resize.key, outcome = decision.outcome.as_str(), give_way = ?decision.give_way, "decided");
         let started = self.started;
         let requested_at = self.requested_at.get(&resize.key).copied().flatten();
         let latencies = self.latencies(&resize.key);
@@ -154,6 +181,67 @@ impl preempt::Backend for StandaloneCycle<'_> {
             started.saturating_duration_since(requested_at.unwrap_or(started)),
         );
         latencies.set(Step::Decision, at.saturating_duration_since(started));
+    }
+
+    /// Each shrink as the API server and the kubelet take a resize (spec, generation, admission,
+    /// actuation through headroomd, `ResizeStarted`/`ResizeCompleted`), after re-reading the
+    /// Pod's live figures; a `GaveWay` Event names the Pod it made room for. Returns once
+    /// headroomd counts the freed room.
+    async fn shrink(&mut self, resize: &Resize, decision: &Decision) -> Result<(), String> {
+        let started = Instant::now();
+        let node = self.node;
+        let policy = node.config.give_way.policy;
+        let mut expected_allocated = None;
+        for shrink in &decision.shrinks {
+            let key = shrink.key();
+            let snapshot = live_snapshot(node).await.map_err(|e| format!("{key}: {e}"))?;
+            let mut now = vec![PodInput {
+                uid: shrink.uid.clone(),
+                ..PodInput::default()
+            }];
+            give_way::fill_live(&snapshot, &mut now, SystemTime::now(), LIVE_MAX_AGE);
+            give_way::plan::still_safe(shrink, &now[0].live, &policy)
+                .map_err(|why| format!("{key} not shrunk: {why}"))?;
+            expected_allocated = snapshot
+                .node
+                .as_ref()
+                .and_then(|n| n.cpu_millis.as_ref().zip(n.memory_bytes.as_ref()))
+                .map(|(c, m)| Resources::new(c.allocated, m.allocated).saturating_sub(shrink.freed()));
+            let admission = {
+                let mut store = node.store();
+                let stored = store
+                    .pods
+                    .get_mut(&key)
+                    .filter(|p| p.runtime.is_some() && !p.terminating)
+                    .ok_or_else(|| format!("{key} is gone"))?;
+                let patch = give_way::patch::container_shrinks(&stored.pod, shrink.from, shrink.to)
+                    .map_err(|why| format!("{key} not shrunk: {why}"))?;
+                give_way::patch::apply_to(&mut stored.pod, &patch);
+                let generation = stored.pod.metadata.generation.unwrap_or(1) + 1;
+                stored.pod.metadata.generation = Some(generation);
+                let pod = stored.pod.clone();
+                let message = give_way::gave_way_message(shrink, &resize.key, &resize.uid, &node.config.name);
+                store
+                    .events
+                    .record(&pod, NORMAL, give_way::REASON_GAVE_WAY, message, SHIM);
+                resize::admit(&mut store, &key, &node.config).map_err(|e| format!("{key}: {e}"))?
+            };
+            match admission {
+                Admission::Fits(plan) => {
+                    node.actuate(plan)
+                        .await
+                        .map_err(|e| format!("{key} not shrunk: {e}"))?;
+                }
+                Admission::NoResize => {}
+                other => return Err(format!("{key}: the kubelet did not admit its shrink: {other:?}")),
+            }
+            tracing::info!(pod = %key, from = %shrink.from, to = %shrink.to, for_pod = %resize.key, "gave way in place");
+        }
+        if let Some(expected) = expected_allocated {
+            wait_until_counted(node, expected).await?;
+        }
+        tracing::debug!(pod = %resize.key, elapsed_us = started.elapsed().as_micros() as u64, "shrinks actuated");
+        Ok(())
     }
 
     /// The victims stop counting in headroomd from here on: their room is the reservation's.
@@ -282,6 +370,42 @@ impl preempt::Backend for StandaloneCycle<'_> {
         };
         node.record_latency(latencies.clone());
         (latencies, error)
+    }
+}
+
+/// Live figures older than this are not used to shrink anyone.
+const LIVE_MAX_AGE: Duration = Duration::from_secs(2);
+/// `source.component` of the Events the shim itself posts.
+const SHIM: &str = "headroom-shim";
+
+async fn live_snapshot(node: &StandaloneNode) -> Result<pb::HeadroomSnapshot, String> {
+    node.headroomd()
+        .get_headroom(true)
+        .await
+        .map_err(|e| super::node::rpc_error("GetHeadroom", e))
+}
+
+/// Waits (bounded) until headroomd's snapshot counts at most `expected` allocated: its Pod
+/// source follows the store a cycle later, and a reservation made before that would be refused.
+async fn wait_until_counted(node: &StandaloneNode, expected: Resources) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let snapshot = live_snapshot(node).await?;
+        let allocated = snapshot
+            .node
+            .as_ref()
+            .and_then(|n| n.cpu_millis.as_ref().zip(n.memory_bytes.as_ref()))
+            .map(|(c, m)| Resources::new(c.allocated, m.allocated));
+        if allocated.is_some_and(|a| a.fits_within(&expected)) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "headroomd still counts {} allocated after the shrinks, expected at most {expected}",
+                allocated.map_or("nothing".to_string(), |a| a.to_string())
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

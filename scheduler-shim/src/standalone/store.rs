@@ -195,6 +195,18 @@ impl Store {
                 "pod/{name} created (rejected by the node: OutOf{resource})"
             ));
         }
+        if let crate::give_way::GiveWay::Invalid(why) =
+            crate::give_way::annotation::pod_give_way(&pod, requests, false)
+        {
+            // Accepted (an annotation never fails admission), but never shrunk; say so on the Pod.
+            self.events.record(
+                &pod,
+                super::events::reasons::WARNING,
+                crate::give_way::REASON_INVALID,
+                format!("{why}; this Pod is never shrunk in place until it is fixed"),
+                "headroom-shim",
+            );
+        }
         let runtime = PodRuntime::start(&node.roots, &pod, &uid)?;
         pod.status = Some(running_status(&pod, &runtime, &now));
         self.pods.insert(key, stored(pod, Some(runtime)));
@@ -233,6 +245,7 @@ impl Store {
                 .map(|p| p.pod.clone())
                 .collect(),
             pdbs: Vec::new(),
+            give_way: node.give_way.clone(),
         }
     }
 }
