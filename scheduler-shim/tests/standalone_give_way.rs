@@ -206,6 +206,52 @@ async fn the_seeds_low_priority_pod_gives_way_in_place_and_nobody_is_evicted() {
         "{message}"
     );
     assert!(reasons(&running, "high-priority-pod").contains(&"ResizeCompleted".to_string()));
+
+    // Two busy loops in the shrunk Pod: throttled in most periods at 1 CPU on this 2-CPU machine,
+    // so the watch after the shrink reports it.
+    let mut spinners: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    {
+        let store = running.node.store();
+        let runtime = store.pods[low].runtime.as_ref().unwrap();
+        for s in &spinners {
+            runtime.cgroups().add_process("worker", s.id()).unwrap();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let pressure = loop {
+        let found = running
+            .node
+            .store()
+            .events
+            .list(Some("low-priority-pod"))
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("GiveWayPressure"));
+        if let Some(e) = found {
+            break e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no GiveWayPressure Event 15 s after the shrunk Pod got busy"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(pressure.type_.as_deref(), Some("Warning"));
+    let why = pressure.message.unwrap_or_default();
+    assert!(
+        why.contains("throttled in") && why.contains("default/high-priority-pod"),
+        "{why}"
+    );
+    for s in &mut spinners {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
     running.stop().await.unwrap();
 }
 

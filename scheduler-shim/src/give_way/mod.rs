@@ -11,6 +11,7 @@
 //! Upstream kube-scheduler has no such step (it only evicts); `docs/upstream-differences.md` says
 //! why headroom adds it and when it stays out of the way.
 
+pub mod aftercare;
 pub mod annotation;
 pub mod patch;
 pub mod plan;
@@ -172,17 +173,25 @@ pub fn fill_live(
         (!f.stale && age <= max_age).then_some(f.value)
     };
     for pod in pods.iter_mut().filter(|p| !p.uid.is_empty()) {
-        let Some(pressure) = snapshot
+        let Some(entry) = snapshot
             .pods
             .iter()
             .find(|p| p.pod.as_ref().is_some_and(|r| r.uid == pod.uid))
-            .and_then(|p| p.pod_cgroup.as_ref())
         else {
             continue;
         };
+        let Some(pressure) = entry.pod_cgroup.as_ref() else {
+            continue;
+        };
+        // CFS throttles the innermost group over its quota first: a container can be throttled
+        // while its Pod's own group is not, so the most throttled of them counts.
+        let throttled = std::iter::once(pressure)
+            .chain(entry.containers.iter().filter_map(|c| c.pressure.as_ref()))
+            .filter_map(|p| fresh(&p.cpu_throttled_ratio))
+            .reduce(f64::max);
         pod.live = LiveFigures::from_measured(
             fresh(&pressure.cpu_usage_cores),
-            fresh(&pressure.cpu_throttled_ratio),
+            throttled,
             fresh(&pressure.memory_working_set_bytes),
         );
     }

@@ -43,6 +43,8 @@ pub mod reasons {
     pub const RESIZE_PREEMPTION_TIMED_OUT: &str = "ResizePreemptionTimedOut";
     /// On a Pod shrunk in place for another Pod's resize.
     pub const GAVE_WAY: &str = crate::give_way::REASON_GAVE_WAY;
+    /// On a Pod that gave way and came under pressure right after.
+    pub const GIVE_WAY_PRESSURE: &str = crate::give_way::REASON_PRESSURE;
     /// On a Pod whose `headroom.io/give-way` annotation cannot be read.
     pub const INVALID_GIVE_WAY: &str = crate::give_way::REASON_INVALID;
 }

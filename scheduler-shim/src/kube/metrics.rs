@@ -31,6 +31,7 @@ pub struct Metrics {
     preemption_failures: AtomicU64,
     gave_way: AtomicU64,
     invalid_give_way: AtomicU64,
+    give_way_pressure: AtomicU64,
     resizes_completed: AtomicU64,
     resizes_timed_out: AtomicU64,
     resizes_abandoned: AtomicU64,
@@ -84,6 +85,10 @@ impl Metrics {
     /// A lower-priority Pod shrunk in place for a resize.
     pub fn gave_way(&self) {
         self.gave_way.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A Pod that gave way came under pressure within the watch after its shrink.
+    pub fn give_way_pressure(&self) {
+        self.give_way_pressure.fetch_add(1, Ordering::Relaxed);
     }
     /// A Pod's `headroom.io/give-way` annotation could not be read.
     pub fn invalid_give_way(&self) {
@@ -212,6 +217,11 @@ impl Metrics {
                 "headroom_shim_give_way_shrinks_total",
                 "Lower-priority Pods shrunk in place (they offered with headroom.io/give-way) instead of evicted.",
                 &self.gave_way,
+            ),
+            (
+                "headroom_shim_give_way_pressure_total",
+                "Pods that gave way and were throttled or near their memory request within 120 s after.",
+                &self.give_way_pressure,
             ),
             (
                 "headroom_shim_give_way_invalid_annotations_total",

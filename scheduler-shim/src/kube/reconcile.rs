@@ -77,6 +77,8 @@ pub struct Backend {
     retry_soon: bool,
     /// `(uid, why)` of malformed give-way annotations already reported.
     invalid_give_way: BTreeSet<(String, String)>,
+    /// Pods shrunk in place, watched for pressure for a while after.
+    aftercare: Vec<crate::give_way::aftercare::Watched>,
 }
 
 fn key(pod: &Pod) -> String {
@@ -118,6 +120,7 @@ impl Backend {
             announced: BTreeSet::new(),
             retry_soon: false,
             invalid_give_way: BTreeSet::new(),
+            aftercare: Vec::new(),
         }
     }
 
@@ -220,6 +223,40 @@ impl Backend {
             })
             .filter_map(|ns| ns.metadata.name.clone())
             .collect()
+    }
+
+    /// Pods that gave way and came under pressure since: a Warning `GiveWayPressure` Event each
+    /// (at most once per shrink), from headroomd's newest fresh figures.
+    async fn watch_shrunk_pods(&mut self) {
+        if self.aftercare.is_empty() {
+            return;
+        }
+        let Some(latest) = self.live.as_ref().and_then(|l| l.latest()) else {
+            return;
+        };
+        let max_age = self.config.max_headroom_age;
+        let live = |uid: &str| {
+            let mut one = vec![crate::decide::PodInput {
+                uid: uid.to_string(),
+                ..Default::default()
+            }];
+            crate::give_way::fill_live(&latest.snapshot, &mut one, std::time::SystemTime::now(), max_age);
+            Some(one[0].live)
+        };
+        let reports = crate::give_way::aftercare::check(&mut self.aftercare, live, Instant::now());
+        for (w, why) in reports {
+            tracing::warn!(pod = %w.key(), %why, "a Pod that gave way is under pressure");
+            self.metrics.give_way_pressure();
+            self.event(
+                effects::pod_reference(&w.namespace, &w.name, &w.uid),
+                None,
+                "Warning",
+                reasons::GIVE_WAY_PRESSURE,
+                actions::RESIZING,
+                why,
+            )
+            .await;
+        }
     }
 
     /// One Warning Event per Pod and malformed `headroom.io/give-way` value, naming it.
@@ -424,6 +461,7 @@ impl preempt::Backend for KubeCycle<'_> {
     /// priority, and headroomd's reservations for Pods off the node count as used.
     async fn list(&mut self) -> Result<Option<Listing>, KubeError> {
         let b = &mut *self.backend;
+        b.watch_shrunk_pods().await;
         let node_name = b.config.node_name.as_str();
         let Some(node) = b
             .stores
@@ -631,6 +669,17 @@ impl preempt::Backend for KubeCycle<'_> {
                 .map(|s| s.key())
                 .collect();
             if pending.is_empty() {
+                for s in &decision.shrinks {
+                    b.aftercare.push(crate::give_way::aftercare::Watched {
+                        namespace: s.namespace.clone(),
+                        name: s.name.clone(),
+                        uid: s.uid.clone(),
+                        from: s.from,
+                        to: s.to,
+                        for_pod: resize.key.clone(),
+                        since: Instant::now(),
+                    });
+                }
                 return Ok(());
             }
             if Instant::now() >= deadline {

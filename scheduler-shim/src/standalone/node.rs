@@ -60,6 +60,8 @@ pub struct StandaloneNode {
     /// The most recent resizes' step latencies (at most [`KEPT_LATENCIES`]), every resize's
     /// histograms, and how many were recorded in all.
     latencies: Mutex<(VecDeque<StepLatencies>, StepHistograms, u64)>,
+    /// Pods shrunk in place, watched for pressure for a while after.
+    pub(crate) aftercare: Mutex<Vec<crate::give_way::aftercare::Watched>>,
 }
 
 impl StandaloneNode {
@@ -72,6 +74,7 @@ impl StandaloneNode {
             headroomd: Headroomd::new(config.headroomd_socket.clone()).with_timeout(None),
             wake: Notify::new(),
             latencies: Mutex::new((VecDeque::new(), histograms, 0)),
+            aftercare: Mutex::new(Vec::new()),
             config,
         })
     }

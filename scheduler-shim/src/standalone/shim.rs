@@ -42,10 +42,16 @@ pub struct Served {
 
 /// Runs cycles until `shutdown` fires: on every wake-up and every [`RETRY_PERIOD`].
 pub async fn run_loop(node: Arc<StandaloneNode>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut aftercare = tokio::time::interval(AFTERCARE_PERIOD);
+    aftercare.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = node.wake.notified() => {}
             () = tokio::time::sleep(RETRY_PERIOD) => {}
+            _ = aftercare.tick() => {
+                watch_shrunk_pods(&node).await;
+                continue;
+            }
             _ = shutdown.changed() => return,
         }
         if *shutdown.borrow() {
@@ -236,6 +242,18 @@ impl preempt::Backend for StandaloneCycle<'_> {
                 other => return Err(format!("{key}: the kubelet did not admit its shrink: {other:?}")),
             }
             tracing::info!(pod = %key, from = %shrink.from, to = %shrink.to, for_pod = %resize.key, "gave way in place");
+            node.aftercare
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(give_way::aftercare::Watched {
+                    namespace: shrink.namespace.clone(),
+                    name: shrink.name.clone(),
+                    uid: shrink.uid.clone(),
+                    from: shrink.from,
+                    to: shrink.to,
+                    for_pod: resize.key.clone(),
+                    since: Instant::now(),
+                });
         }
         if let Some(expected) = expected_allocated {
             wait_until_counted(node, expected).await?;
@@ -370,6 +388,57 @@ impl preempt::Backend for StandaloneCycle<'_> {
         };
         node.record_latency(latencies.clone());
         (latencies, error)
+    }
+}
+
+/// How often Pods that gave way are checked for pressure.
+const AFTERCARE_PERIOD: Duration = Duration::from_secs(1);
+
+/// Pods that gave way and came under pressure since: a Warning `GiveWayPressure` Event each.
+async fn watch_shrunk_pods(node: &StandaloneNode) {
+    let empty = node
+        .aftercare
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .is_empty();
+    if empty {
+        return;
+    }
+    let snapshot = match live_snapshot(node).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(error = %e, "no live figures to watch shrunk Pods with");
+            return;
+        }
+    };
+    let live = |uid: &str| {
+        let mut one = vec![PodInput {
+            uid: uid.to_string(),
+            ..PodInput::default()
+        }];
+        give_way::fill_live(&snapshot, &mut one, SystemTime::now(), LIVE_MAX_AGE);
+        Some(one[0].live)
+    };
+    let reports = {
+        let mut watched = node
+            .aftercare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        give_way::aftercare::check(&mut watched, live, Instant::now())
+    };
+    let mut store = node.store();
+    for (w, why) in reports {
+        tracing::warn!(pod = %w.key(), %why, "a Pod that gave way is under pressure");
+        if let Some(p) = store.pods.get(&w.key()) {
+            let pod = p.pod.clone();
+            store.events.record(
+                &pod,
+                super::events::reasons::WARNING,
+                give_way::REASON_PRESSURE,
+                why,
+                SHIM,
+            );
+        }
     }
 }
 
