@@ -102,6 +102,7 @@ pub fn check(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     const MI: i64 = 1 << 20;
