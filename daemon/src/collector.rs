@@ -39,6 +39,9 @@ pub struct CollectorConfig {
     /// cgroupfs is walked again at least this often, even without mkdir/rmdir events (the
     /// probes may be absent, or an event may have been dropped).
     pub rewalk_every: Duration,
+    /// Cgroup roots beside `kubepods*` and `headroom` whose `pod<uid>` children are Pods (a
+    /// standalone node's `--cgroup-root`).
+    pub pod_roots: Vec<String>,
 }
 
 impl Default for CollectorConfig {
@@ -46,6 +49,7 @@ impl Default for CollectorConfig {
         Self {
             interval: Duration::from_millis(100),
             rewalk_every: Duration::from_secs(10),
+            pod_roots: Vec::new(),
         }
     }
 }
@@ -88,6 +92,7 @@ impl Collector {
                     sender,
                     last_sent: HashMap::new(),
                     dirty: true,
+                    pod_roots: config.pod_roots.clone(),
                 };
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
@@ -143,6 +148,7 @@ struct State {
     /// What was last queued per cgroup (unchanged counters are not sent again).
     last_sent: HashMap<CgroupKey, ProbeCounters>,
     dirty: bool,
+    pod_roots: Vec<String>,
 }
 
 impl State {
@@ -150,8 +156,10 @@ impl State {
         let _span = info_span!("collect").entered();
         self.drain_events();
         if self.dirty {
-            self.index
-                .store(Arc::new(CgroupIndex::build(&self.host.hierarchies())));
+            self.index.store(Arc::new(CgroupIndex::build_with(
+                &self.host.hierarchies(),
+                &self.pod_roots,
+            )));
             self.dirty = false;
         }
         self.send_probe_counters();

@@ -153,6 +153,16 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         Some(roots) => roots,
         None => Roots::detect_standalone().context("find the Pod cgroup roots")?,
     };
+    // The Pods' cgroup root (`--cgroup-root`) must reach the index, or none of their live figures
+    // are attributed.
+    let pod_roots: Vec<String> = roots
+        .dirs()
+        .paths()
+        .first()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .into_iter()
+        .collect();
     std::fs::create_dir_all(&options.intent_dir)
         .with_context(|| format!("create the intent directory {}", options.intent_dir.display()))?;
     let mut actuator = Actuator::new(ActuatorConfig::new(roots, options.intent_dir.clone()))
@@ -163,7 +173,10 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         info!(?recovered, "recovered interrupted resizes");
     }
     let actuator = Arc::new(CgroupActuator::new(actuator));
-    let index = Arc::new(ArcSwap::from_pointee(CgroupIndex::build(&host.hierarchies())));
+    let index = Arc::new(ArcSwap::from_pointee(CgroupIndex::build_with(
+        &host.hierarchies(),
+        &pod_roots,
+    )));
     let components = Components {
         resolver: Arc::new(CgroupfsResolver::new(index.clone(), options.pod_source.clone())),
         pod_source: options.pod_source.clone(),
@@ -175,7 +188,10 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         host,
         index,
         daemon.pipeline.sender(),
-        options.collector.clone(),
+        CollectorConfig {
+            pod_roots,
+            ..options.collector.clone()
+        },
     )
     .context("start the collector")?;
     Ok(Node {

@@ -4,9 +4,9 @@
 //! working set leaves no room above it is evicted instead; a Pod without the annotation is
 //! evicted as upstream would.
 //!
-//! The Pods run under the default cgroup root (`headroom`): headroomd resolves live figures only
-//! there today (a custom `--cgroup-root` loses them, see docs/reliability.md), so the scenarios
-//! run one after another under one lock.
+//! Each node has a cgroup root of its own (`--cgroup-root`), so these tests also show that the
+//! configured root reaches headroomd's resolver: without that, no Pod has live figures and
+//! nobody is ever shrunk. The scenarios run one after another (their timing depends on the CPU).
 //!
 //! Privileged (creates cgroups): skipped without root unless `HEADROOM_REQUIRE_PRIVILEGED=1`.
 #![allow(clippy::unwrap_used)]
@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use headroom_actuator::Roots;
-use headroom_actuator::layout::{DEFAULT_MOUNT, STANDALONE_DIR};
+use headroom_actuator::layout::DEFAULT_MOUNT;
 use headroom_node_model::{Resources, pod_requests, pod_requests_admitted};
 use headroom_shim::cluster_file::GiveWaySettings;
 use headroom_shim::standalone::DEMO_MANIFEST;
@@ -52,12 +52,18 @@ impl Drop for Cleanup {
 }
 
 async fn node(allocatable: Resources, manifest: &str) -> (Running, tempfile::TempDir) {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let root = format!(
+        "headroom-test-give-way-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let dir = tempfile::tempdir().unwrap();
     let setup = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
     let running = start(RunConfig {
         node_name: "test-node".into(),
         allocatable,
-        roots: Roots::standalone(Path::new(DEFAULT_MOUNT), setup, STANDALONE_DIR),
+        roots: Roots::standalone(Path::new(DEFAULT_MOUNT), setup, &root),
         grace_period_override: Some(Duration::ZERO),
         headroomd_socket: dir.path().join("headroomd.sock"),
         shim_socket: None,
@@ -207,9 +213,10 @@ async fn the_seeds_low_priority_pod_gives_way_in_place_and_nobody_is_evicted() {
     );
     assert!(reasons(&running, "high-priority-pod").contains(&"ResizeCompleted".to_string()));
 
-    // Two busy loops in the shrunk Pod: throttled in most periods at 1 CPU on this 2-CPU machine,
-    // so the watch after the shrink reports it.
-    let mut spinners: Vec<std::process::Child> = (0..2)
+    // Six busy loops in the shrunk Pod: at 1 CPU on this 2-CPU machine it is throttled in most
+    // periods even while other work competes for the CPUs, so the watch after the shrink
+    // reports it.
+    let mut spinners: Vec<std::process::Child> = (0..6)
         .map(|_| {
             Command::new("sh")
                 .args(["-c", "while :; do :; done"])

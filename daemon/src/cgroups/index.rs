@@ -7,7 +7,7 @@ use std::{
 
 use headroom_common::CgroupKey;
 
-use super::{Hierarchy, PodCgroup, parse_pod_path};
+use super::{Hierarchy, PodCgroup, parse_pod_path_under};
 
 /// What headroom knows about one cgroup.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,14 +32,20 @@ pub struct CgroupIndex {
 impl CgroupIndex {
     /// Walks every hierarchy. Unreadable or vanished directories are counted, not fatal.
     pub fn build(hierarchies: &[&Hierarchy]) -> Self {
+        Self::build_with(hierarchies, &[])
+    }
+
+    /// As [`Self::build`], with Pods also recognised under `pod_roots` (a standalone node's
+    /// configured cgroup root).
+    pub fn build_with(hierarchies: &[&Hierarchy], pod_roots: &[String]) -> Self {
         let mut index = Self::default();
         for hierarchy in hierarchies {
-            index.walk(hierarchy, &hierarchy.mount, 0);
+            index.walk(hierarchy, &hierarchy.mount, 0, pod_roots);
         }
         index
     }
 
-    fn walk(&mut self, hierarchy: &Hierarchy, dir: &Path, depth: usize) {
+    fn walk(&mut self, hierarchy: &Hierarchy, dir: &Path, depth: usize, pod_roots: &[String]) {
         // Kubelet trees are at most 5 deep; the bound keeps a symlink loop or a hostile
         // tree from recursing without end.
         if depth > 32 {
@@ -58,7 +64,7 @@ impl CgroupIndex {
         } else {
             relative.trim_end_matches('/').to_string()
         };
-        let pod = parse_pod_path(&relative);
+        let pod = parse_pod_path_under(&relative, pod_roots);
         self.by_key.insert(
             CgroupKey::new(hierarchy.id, meta.ino()),
             CgroupInfo {
@@ -78,7 +84,7 @@ impl CgroupIndex {
             };
             // `file_type` does not follow symlinks: a link is never a cgroup.
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                self.walk(hierarchy, &entry.path(), depth + 1);
+                self.walk(hierarchy, &entry.path(), depth + 1, pod_roots);
             }
         }
     }

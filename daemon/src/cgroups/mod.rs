@@ -12,5 +12,5 @@ pub mod resolver;
 
 pub use host::{CgroupHost, Hierarchy, HostError};
 pub use index::{CgroupIndex, CgroupInfo};
-pub use pod_path::{PodCgroup, parse_pod_path};
+pub use pod_path::{PodCgroup, parse_pod_path, parse_pod_path_under};
 pub use resolver::CgroupfsResolver;

@@ -19,6 +19,12 @@ pub struct PodCgroup {
 /// Returns `None` for cgroups that are not a Pod's or a container's (system slices, the
 /// `kubepods` and QoS levels themselves, anything unrecognised).
 pub fn parse_pod_path(relative: &str) -> Option<PodCgroup> {
+    parse_pod_path_under(relative, &[])
+}
+
+/// As [`parse_pod_path`], also accepting Pod directories under `pod_roots` (a standalone node's
+/// `--cgroup-root`, beside the default `headroom`).
+pub fn parse_pod_path_under(relative: &str, pod_roots: &[String]) -> Option<PodCgroup> {
     let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
     // Find the Pod level: the first component naming a Pod, in any layout.
     let (index, pod_uid) = parts
@@ -27,7 +33,8 @@ pub fn parse_pod_path(relative: &str) -> Option<PodCgroup> {
         .find_map(|(i, part)| pod_uid_of(part).map(|uid| (i, uid)))?;
     // A Pod directory only counts under a known parent (kubepods… or headroom).
     let root = parts.first()?;
-    let known_root = root.starts_with("kubepods") || *root == "headroom";
+    let known_root =
+        root.starts_with("kubepods") || *root == "headroom" || pod_roots.iter().any(|r| r == root);
     if !known_root {
         return None;
     }
@@ -139,6 +146,20 @@ mod tests {
         assert_eq!(
             parse_pod_path(&format!("/headroom/pod{UID}/app")),
             pod(Some("app"), None)
+        );
+    }
+
+    #[test]
+    fn a_configured_standalone_root_is_recognised_and_only_that_one() {
+        let path = format!("/my-node/pod{UID}/app");
+        assert_eq!(parse_pod_path(&path), None);
+        assert_eq!(
+            parse_pod_path_under(&path, &["my-node".into()]),
+            pod(Some("app"), None)
+        );
+        assert_eq!(
+            parse_pod_path_under(&format!("/other/pod{UID}/app"), &["my-node".into()]),
+            None
         );
     }
 
