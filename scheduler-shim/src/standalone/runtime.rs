@@ -6,9 +6,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use headroom_actuator::cgroup::CgroupError;
 use headroom_actuator::convert::pod_values;
 use headroom_actuator::{ConversionConfig, KubeResources, PodCgroups, Roots};
+use headroom_cgroupfs::CgroupError;
 use headroom_node_model::{QuantityError, parse_cpu_millis, parse_memory_bytes};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use nix::sys::signal::{Signal, kill};
