@@ -29,7 +29,9 @@ use tokio::{
 use tokio_stream::wrappers::UnixListenerStream;
 
 pub use access::{AccessPolicy, Peer};
-pub use actuator::{ActuatorError, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator};
+pub use actuator::{
+    ActuatorError, ActuatorErrorKind, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator,
+};
 pub use service::{HeadroomService, ServiceLimits};
 pub use tls::{TcpConfig, TlsError};
 

@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use super::{
     access::{AccessPolicy, Peer},
-    actuator::{ActuatorError, ResizeActuator},
+    actuator::{ActuatorErrorKind, ResizeActuator},
     convert, validate,
 };
 use crate::pipeline::{LedgerHandle, ReserveError, ReserveRequest, SnapshotReader};
@@ -326,12 +326,13 @@ impl Headroom for HeadroomService {
             let reservation = resize.reservation_id.clone();
             let outcome = self.actuator.apply(resize).await.map_err(|e| {
                 tracing::warn!(error = %e, "resize not applied");
-                match e {
-                    ActuatorError::Unavailable(m) => Status::unimplemented(m),
-                    ActuatorError::NotFound(m) => Status::not_found(m),
-                    ActuatorError::Invalid(m) => Status::invalid_argument(m),
-                    ActuatorError::Precondition(m) => Status::failed_precondition(m),
-                    ActuatorError::Failed(m) => Status::internal(m),
+                let message = e.to_string();
+                match e.kind() {
+                    ActuatorErrorKind::Unavailable => Status::unimplemented(message),
+                    ActuatorErrorKind::NotFound => Status::not_found(message),
+                    ActuatorErrorKind::Invalid => Status::invalid_argument(message),
+                    ActuatorErrorKind::Precondition => Status::failed_precondition(message),
+                    ActuatorErrorKind::Failed => Status::internal(message),
                 }
             })?;
             if let Some(id) = reservation
