@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 
-use crate::cgroup::{AnyCgroup, CgroupDirs, CgroupError, CgroupFiles, CgroupVersion};
 use crate::convert::{self, ConversionConfig, KubeResources};
 use crate::intent::{EncodedCgroups, IntentError, IntentLog, IntentRecord, IntentWrite};
 use crate::latency::{LatencyRecorder, Phase, PhaseLatencies, nanos_between};
@@ -15,6 +14,7 @@ use crate::layout::Roots;
 use crate::path::PathError;
 use crate::plan::{self, PlanError, PlannedWrite, Target};
 use crate::values::{CgroupValues, CpuQuota, Knob, PodValues, Setting};
+use headroom_cgroupfs::{AnyCgroup, Cgroup, CgroupDirs, CgroupError, CgroupVersion};
 
 /// Everything that can stop a resize. Messages name the file and the kernel's reason.
 #[derive(Debug, thiserror::Error)]

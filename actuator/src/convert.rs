@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::CgroupVersion;
 use crate::values::{
     CgroupValues, CpuMax, CpuQuota, CpuRequest, DEFAULT_CFS_PERIOD_US, MemoryMax, PodValues,
 };
+use headroom_cgroupfs::CgroupVersion;
 
 pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 262_144;

@@ -30,9 +30,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::CgroupDirs;
 use crate::path;
 use crate::values::Setting;
+use headroom_cgroupfs::CgroupDirs;
 
 pub const INTENT_SUFFIX: &str = ".intent";
 const FORMAT: u32 = 1;

@@ -13,15 +13,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::{
-    AnyCgroup, CgFile, CgroupDirs, CgroupError, CgroupFiles, CgroupSetup, CgroupVersion, NumBuf, detect_setup,
-};
 use crate::path::{self, PathError};
 use crate::plan;
 use crate::values::{CgroupValues, Knob, PodValues};
+use headroom_cgroupfs::file::{CgFile, NumBuf};
+use headroom_cgroupfs::{
+    AnyCgroup, Cgroup, CgroupDirs, CgroupError, CgroupSetup, CgroupVersion, detect_setup,
+};
 
-/// Default cgroup mount point.
-pub const DEFAULT_MOUNT: &str = "/sys/fs/cgroup";
+pub use headroom_cgroupfs::setup::DEFAULT_MOUNT;
 /// Name of the standalone root below each controller root.
 pub const STANDALONE_DIR: &str = "headroom";
 
@@ -122,13 +122,6 @@ impl Roots {
     }
 }
 
-fn on_cgroupfs(dir: &Path) -> bool {
-    use nix::sys::statfs::{CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, statfs};
-    statfs(dir).is_ok_and(|fs| {
-        fs.filesystem_type() == CGROUP_SUPER_MAGIC || fs.filesystem_type() == CGROUP2_SUPER_MAGIC
-    })
-}
-
 fn mkdir(dir: &Path) -> Result<bool, CgroupError> {
     match std::fs::create_dir(dir) {
         Ok(()) => Ok(true),
@@ -156,7 +149,7 @@ fn remove_cgroup_dir(dir: &Path, wait: Duration) -> Result<(), CgroupError> {
     if !dir.exists() {
         return Ok(());
     }
-    if !on_cgroupfs(dir) {
+    if !headroom_cgroupfs::setup::is_cgroupfs(dir) {
         return std::fs::remove_dir_all(dir)
             .or_else(|e| {
                 if e.kind() == io::ErrorKind::NotFound {

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{MOUNT, Proc, privileged, read_file};
-use headroom_actuator::cgroup::CgroupDirs;
 use headroom_actuator::{
     ActuateError, Actuator, ActuatorConfig, CgroupVersion, ConversionConfig, KubeResources, PodCgroups,
     Recovery, ResizeRequest, ScratchRoots, convert,
 };
+use headroom_cgroupfs::CgroupDirs;
 
 const CONTAINERS: [&str; 3] = ["app", "sidecar", "logger"];
 const MIB: u64 = 1 << 20;

@@ -24,33 +24,20 @@ const MIB: u64 = 1 << 20;
 /// Whether this machine has a pure cgroup v2 hierarchy with the cpu and memory controllers
 /// available to children of the root.
 fn pure_v2(test: &str) -> bool {
-    let reason = if !nix::unistd::geteuid().is_root() {
-        Some("not root".to_owned())
-    } else {
-        match detect_setup(Path::new(MOUNT)) {
-            Ok(CgroupSetup::Unified) => {
-                let enabled = std::fs::read_to_string(Path::new(MOUNT).join("cgroup.subtree_control"))
-                    .unwrap_or_default();
-                let words: Vec<&str> = enabled.split_whitespace().collect();
-                (!words.contains(&"cpu") || !words.contains(&"memory"))
-                    .then(|| format!("{MOUNT}/cgroup.subtree_control lacks cpu or memory: {enabled:?}"))
-            }
-            Ok(other) => Some(format!(
-                "{other:?} cgroups, not pure v2 (these run in `cargo xtask vm-test`'s guest)"
-            )),
-            Err(e) => Some(format!("no cgroup mount: {e}")),
+    let reason = headroom_testkit::gate::not_root().or_else(|| match detect_setup(Path::new(MOUNT)) {
+        Ok(CgroupSetup::Unified) => {
+            let enabled =
+                std::fs::read_to_string(Path::new(MOUNT).join("cgroup.subtree_control")).unwrap_or_default();
+            let words: Vec<&str> = enabled.split_whitespace().collect();
+            (!words.contains(&"cpu") || !words.contains(&"memory"))
+                .then(|| format!("{MOUNT}/cgroup.subtree_control lacks cpu or memory: {enabled:?}"))
         }
-    };
-    match reason {
-        None => true,
-        Some(r) if std::env::var("HEADROOM_REQUIRE_CGROUP_V2").as_deref() == Ok("1") => {
-            panic!("{test}: cannot run ({r}) but HEADROOM_REQUIRE_CGROUP_V2=1")
-        }
-        Some(r) => {
-            eprintln!("{test}: SKIPPED ({r})");
-            false
-        }
-    }
+        Ok(other) => Some(format!(
+            "{other:?} cgroups, not pure v2 (these run in `cargo xtask vm-test`'s guest)"
+        )),
+        Err(e) => Some(format!("no cgroup mount: {e}")),
+    });
+    headroom_testkit::gate::pure_cgroup_v2(test, reason)
 }
 
 /// The test's root (`/sys/fs/cgroup/headroom-v2-test-<pid>-<name>`) and the Pod below it;

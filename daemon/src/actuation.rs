@@ -10,10 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use headroom_actuator::{ActuateError, Actuator, KubeResources, Phase};
+use headroom_actuator::{Actuator, KubeResources, Phase};
 
 use crate::server::actuator::{
-    ActuatorError, BoxFuture, ContainerResize, ResizeActuator, ResizeOutcome, ResizeRequest,
+    ActuatorError, BoxFuture, ContainerResize, PodLevelResize, ResizeActuator, ResizeOutcome, ResizeRequest,
 };
 
 /// The real actuator behind the gRPC server.
@@ -55,47 +55,32 @@ impl CgroupActuator {
     }
 }
 
-fn to_u64(field: &str, value: i64) -> Result<u64, ActuatorError> {
-    u64::try_from(value)
-        .map_err(|_| ActuatorError::Invalid(format!("{field} must not be negative, got {value}")))
-}
-
 /// Merges one container's partial resize over what it had.
 fn merge(change: &ContainerResize, base: Option<&KubeResources>) -> Result<KubeResources, ActuatorError> {
     let cpu_request_milli = match (change.cpu_request_millis, base) {
-        (Some(v), _) => to_u64("cpu_request_millis", v)?,
+        (Some(v), _) => v,
         (None, Some(b)) => b.cpu_request_milli,
         (None, None) => {
-            return Err(ActuatorError::Invalid(format!(
-                "container {}: cpu_request_millis is required for a container headroom has not resized before",
-                change.name
-            )));
+            return Err(ActuatorError::NoBaseCpuRequest {
+                container: change.name.clone(),
+            });
         }
-    };
-    let cpu_limit_milli = match change.cpu_limit_millis {
-        Some(v) => Some(to_u64("cpu_limit_millis", v)?),
-        None => base.and_then(|b| b.cpu_limit_milli),
-    };
-    let memory_limit_bytes = match change.memory_limit_bytes {
-        Some(v) => Some(to_u64("memory_limit_bytes", v)?),
-        None => base.and_then(|b| b.memory_limit_bytes),
     };
     Ok(KubeResources {
         cpu_request_milli,
-        cpu_limit_milli,
-        memory_limit_bytes,
+        cpu_limit_milli: change.cpu_limit_millis.or(base.and_then(|b| b.cpu_limit_milli)),
+        memory_limit_bytes: change
+            .memory_limit_bytes
+            .or(base.and_then(|b| b.memory_limit_bytes)),
     })
 }
 
-fn map_error(error: ActuateError) -> ActuatorError {
-    let text = error.to_string();
-    match error {
-        ActuateError::Path(_) => ActuatorError::Invalid(text),
-        ActuateError::MemoryBelowUsage { .. } => ActuatorError::Precondition(text),
-        ActuateError::Cgroup { ref source, .. } if source.to_string().contains("No such file") => {
-            ActuatorError::NotFound(text)
-        }
-        _ => ActuatorError::Failed(text),
+/// Pod-level resources as the actuator takes them (an absent CPU request is none).
+fn pod_level(p: &PodLevelResize) -> KubeResources {
+    KubeResources {
+        cpu_request_milli: p.cpu_request_millis.unwrap_or(0),
+        cpu_limit_milli: p.cpu_limit_millis,
+        memory_limit_bytes: p.memory_limit_bytes,
     }
 }
 
@@ -118,32 +103,13 @@ impl ResizeActuator for CgroupActuator {
                     let merged = merge(change, containers.get(&change.name))?;
                     containers.insert(change.name.clone(), merged);
                 }
-                let pod = match &request.pod {
-                    None => None,
-                    Some(p) => Some(KubeResources {
-                        cpu_request_milli: to_u64(
-                            "pod.cpu_request_millis",
-                            p.cpu_request_millis.unwrap_or(0),
-                        )?,
-                        cpu_limit_milli: p
-                            .cpu_limit_millis
-                            .map(|v| to_u64("pod.cpu_limit_millis", v))
-                            .transpose()?,
-                        memory_limit_bytes: p
-                            .memory_limit_bytes
-                            .map(|v| to_u64("pod.memory_limit_bytes", v))
-                            .transpose()?,
-                    }),
-                };
+                let pod = request.pod.as_ref().map(pod_level);
                 let actuator_request = headroom_actuator::ResizeRequest {
                     pod_uid: request.pod_uid.clone(),
                     containers: containers.iter().map(|(n, r)| (n.clone(), *r)).collect(),
                     pod,
                 };
-                let report = inner
-                    .actuator
-                    .resize(&actuator_request, received)
-                    .map_err(map_error)?;
+                let report = inner.actuator.resize(&actuator_request, received)?;
                 inner.applied.insert(request.pod_uid.clone(), containers);
                 let phases = Phase::ALL
                     .iter()
@@ -165,6 +131,7 @@ impl ResizeActuator for CgroupActuator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::ActuatorErrorKind;
 
     #[test]
     fn partial_changes_merge_over_the_last_applied_values() {
@@ -197,15 +164,22 @@ mod tests {
             ..ContainerResize::default()
         };
         assert!(
-            matches!(merge(&change, None), Err(ActuatorError::Invalid(m)) if m.contains("cpu_request_millis is required"))
+            matches!(merge(&change, None), Err(e) if e.kind() == ActuatorErrorKind::Invalid
+                && e.to_string().contains("cpu_request_millis is required"))
         );
-        let negative = ContainerResize {
-            name: "app".into(),
-            cpu_request_millis: Some(-1),
-            ..ContainerResize::default()
+        // Negative amounts never reach the merge: validation refuses them once, before.
+        let negative = headroom_proto::v1::ApplyResizeRequest {
+            pod_uid: "pod-1".into(),
+            containers: vec![headroom_proto::v1::ContainerResources {
+                name: "app".into(),
+                cpu_request_millis: Some(-1),
+                ..Default::default()
+            }],
+            ..Default::default()
         };
-        assert!(
-            matches!(merge(&negative, None), Err(ActuatorError::Invalid(m)) if m.contains("must not be negative"))
-        );
+        let refused =
+            crate::server::validate::resize(&negative, headroom_node_model::Resources::new(8000, 16 << 30))
+                .expect_err("negative cpu request");
+        assert!(refused.message().contains("negative"), "{}", refused.message());
     }
 }

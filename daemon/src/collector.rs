@@ -12,7 +12,6 @@
 //! it).
 use std::{
     collections::HashMap,
-    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -227,7 +226,6 @@ impl State {
 
     fn send_cgroup_files(&self) {
         let index = self.index.load();
-        let cpuacct_mount = PathBuf::from("/sys/fs/cgroup/cpuacct");
         for hierarchy in self.host.hierarchies() {
             let cpu = hierarchy.id == self.host.cpu.id;
             let memory = hierarchy.id == self.host.memory.id;
@@ -235,12 +233,22 @@ impl State {
                 .iter()
                 .filter(|(k, i)| k.hierarchy_id == hierarchy.id && i.pod.is_some())
             {
-                // v1 keeps CPU usage in the separate cpuacct hierarchy, at the same path.
-                let cpuacct = (self.host.mode == headroom_common::CgroupMode::Legacy && cpu)
-                    .then(|| cpuacct_mount.join(info.relative.trim_start_matches('/')))
+                // v1 keeps CPU usage in the cpuacct hierarchy, at the same path.
+                let cpuacct = self
+                    .host
+                    .cpuacct
+                    .as_ref()
+                    .filter(|_| cpu)
+                    .map(|mount| mount.join(info.relative.trim_start_matches('/')))
                     .filter(|dir| dir.exists());
-                let files =
-                    read_cgroup_files(*key, &info.path, self.host.mode, cpu, memory, cpuacct.as_deref());
+                let files = read_cgroup_files(
+                    *key,
+                    &info.path,
+                    self.host.version,
+                    cpu,
+                    memory,
+                    cpuacct.as_deref(),
+                );
                 if files.cpu.is_none() && files.memory.is_none() {
                     debug!(path = %info.path.display(), "cgroup vanished before its files were read");
                     continue;

@@ -47,6 +47,8 @@ pub struct NodeOptions {
     pub config: Config,
     /// Probes policy.
     pub probes: ProbeMode,
+    /// Where cgroups are mounted (normally `/sys/fs/cgroup`).
+    pub cgroup_mount: PathBuf,
     /// Pod cgroup roots the actuator may write (default: headroom's standalone roots).
     pub roots: Option<Roots>,
     /// Where intent records live (tmpfs in production: `/run/headroom/intents`).
@@ -63,6 +65,7 @@ impl NodeOptions {
         Self {
             config,
             probes: ProbeMode::default(),
+            cgroup_mount: PathBuf::from(headroom_cgroupfs::setup::DEFAULT_MOUNT),
             roots: None,
             intent_dir: PathBuf::from("/run/headroom/intents"),
             collector: CollectorConfig::default(),
@@ -129,14 +132,18 @@ impl Embedded {
 
 /// Starts everything. Must run inside a multi-threaded Tokio runtime.
 pub async fn start(options: NodeOptions) -> Result<Node> {
-    let host = CgroupHost::detect().context("read the host's cgroup layout")?;
+    let host = CgroupHost::detect(&options.cgroup_mount).context("read the host's cgroup layout")?;
     let (probes, probes_missing) = match options.probes {
         ProbeMode::Off => (None, Some("probes disabled by configuration".to_string())),
         mode => {
             // Loading runs the verifier (~0.2 s): off the async workers.
-            let loaded = tokio::task::spawn_blocking(|| {
+            let probe_options = ProbeOptions {
+                cgroup_mount: options.cgroup_mount.clone(),
+                ..ProbeOptions::default()
+            };
+            let loaded = tokio::task::spawn_blocking(move || {
                 ensure_tracefs();
-                Probes::load(&ProbeOptions::default())
+                Probes::load(&probe_options)
             })
             .await?;
             match loaded {

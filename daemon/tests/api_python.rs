@@ -18,10 +18,10 @@ use api_common::{cpu_files, start};
 use headroomd::server::AccessPolicy;
 
 fn skip(reason: &str) {
-    if std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_some_and(|v| v == "1") {
-        panic!("python client test cannot run: {reason} (install with `cargo xtask setup`)");
-    }
-    eprintln!("SKIPPED api_python: {reason}");
+    headroom_testkit::gate::privileged(
+        "api_python",
+        Some(format!("{reason} (install with `cargo xtask setup`)")),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +100,7 @@ async fn python_grpcio_calls_get_and_watch() {
     assert_eq!(watching["check"], "watching");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t0 = Instant::now();
-    let tx = d.pipeline.sender();
+    let tx = d.pipeline().sender();
     tx.send(cpu_files(11, t0, 1000, 0)).unwrap();
     tx.send(cpu_files(11, t0 + Duration::from_millis(100), 1010, 5))
         .unwrap();

@@ -31,7 +31,7 @@ async fn start_tls(ca: &Ca) -> TestDaemon {
 }
 
 fn addr(d: &TestDaemon) -> SocketAddr {
-    d.server.tcp_addr().expect("TCP listener configured")
+    d.server().tcp_addr().expect("TCP listener configured")
 }
 
 /// Client TLS settings: trusts `server_ca` for the server, presents `identity` if any.

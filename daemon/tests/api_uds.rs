@@ -72,7 +72,7 @@ async fn second_daemon_on_same_socket_is_refused() {
     let r = headroomd::server::serve_uds(
         &cfg,
         d.reader.clone(),
-        d.pipeline.ledger(),
+        d.pipeline().ledger(),
         std::sync::Arc::new(headroomd::server::UnavailableActuator),
     )
     .await;
@@ -96,7 +96,7 @@ async fn watch_sees_throttling_rise_and_coalesces() {
         .unwrap()
         .into_inner();
     let first = stream.message().await.unwrap().unwrap();
-    let tx = d.pipeline.sender();
+    let tx = d.pipeline().sender();
     let t0 = Instant::now();
     tx.send(cpu_files(11, t0, 100, 0)).unwrap();
     tx.send(cpu_files(11, t0 + Duration::from_millis(100), 110, 8))
@@ -168,7 +168,7 @@ async fn slow_subscriber_gets_newest_not_backlog() {
         .into_inner();
     let first = stream.message().await.unwrap().unwrap();
     let size = prost::Message::encoded_len(&first);
-    let tx = d.pipeline.sender();
+    let tx = d.pipeline().sender();
     let t0 = Instant::now();
     // Publish ~400 versions while not reading.
     for i in 0..400u64 {

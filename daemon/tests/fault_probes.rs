@@ -18,12 +18,11 @@ const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_probes_the_daemon_serves_and_says_why() {
-    if !nix::unistd::geteuid().is_root() {
-        assert!(
-            std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_none(),
-            "without_probes_the_daemon_serves_and_says_why needs root (setpriv) but HEADROOM_REQUIRE_PRIVILEGED is set"
-        );
-        eprintln!("SKIPPED without_probes_the_daemon_serves_and_says_why: needs root to drop to nobody");
+    // Root drops to nobody (setpriv).
+    if !headroom_testkit::gate::privileged(
+        "without_probes_the_daemon_serves_and_says_why",
+        headroom_testkit::gate::not_root(),
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

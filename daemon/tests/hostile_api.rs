@@ -594,12 +594,11 @@ async fn child_as_nobody() {
 
 #[tokio::test]
 async fn non_root_peer_is_refused_and_logged() {
-    if !nix::unistd::geteuid().is_root() {
-        assert!(
-            std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_none(),
-            "non_root_peer_is_refused_and_logged needs root (setpriv) but HEADROOM_REQUIRE_PRIVILEGED is set"
-        );
-        eprintln!("SKIPPED non_root_peer_is_refused_and_logged: needs root to run a client as nobody");
+    // Root runs a client as nobody (setpriv).
+    if !headroom_testkit::gate::privileged(
+        "non_root_peer_is_refused_and_logged",
+        headroom_testkit::gate::not_root(),
+    ) {
         return;
     }
     let log = captured_log();

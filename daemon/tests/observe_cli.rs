@@ -10,20 +10,10 @@ use support::{KERNEL, TestCgroup, skip_reason, spawn_in, stop};
 const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
 
 fn probes_built() -> bool {
-    let built = !std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../target/bpf/headroom-probes.o"
-    ))
-    .unwrap_or_default()
-    .is_empty();
-    if !built {
-        assert!(
-            std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_none(),
-            "probes not built but HEADROOM_REQUIRE_PRIVILEGED is set"
-        );
-        eprintln!("SKIPPED: probes not built (run `cargo xtask build-ebpf`)");
-    }
-    built
+    headroom_testkit::gate::privileged(
+        "observe_cli",
+        headroom_testkit::gate::no_probes(std::path::Path::new(support::PROBE_OBJECT)),
+    )
 }
 
 #[test]

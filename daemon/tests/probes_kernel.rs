@@ -46,8 +46,11 @@ fn load_probes(test: &str) -> Option<Probes> {
             ));
             Some(probes)
         }
-        Err(ProbeError::NotBuilt) if std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_none() => {
-            eprintln!("SKIPPED {test}: probes not built (run `cargo xtask build-ebpf`)");
+        Err(ProbeError::NotBuilt) => {
+            headroom_testkit::gate::privileged(
+                test,
+                Some("probes not built (run `cargo xtask build-ebpf`)".into()),
+            );
             None
         }
         Err(e) => panic!("{test}: loading probes failed: {e}"),

@@ -48,18 +48,10 @@ async fn watch_headroom_sees_a_pod_throttle_within_one_second() {
     if skip_reason("watch_headroom_sees_a_pod_throttle").is_some() {
         return;
     }
-    if std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../target/bpf/headroom-probes.o"
-    ))
-    .unwrap_or_default()
-    .is_empty()
-    {
-        assert!(
-            std::env::var_os("HEADROOM_REQUIRE_PRIVILEGED").is_none(),
-            "probes not built"
-        );
-        eprintln!("SKIPPED watch_headroom_sees_a_pod_throttle: probes not built");
+    if !headroom_testkit::gate::privileged(
+        "watch_headroom_sees_a_pod_throttle",
+        headroom_testkit::gate::no_probes(std::path::Path::new(support::PROBE_OBJECT)),
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

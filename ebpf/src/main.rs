@@ -5,6 +5,7 @@
 //! them from `/sys/kernel/btf/vmlinux` and stores them in [`HEADROOM_CONFIG`] before load.
 //! Everything is aggregated per cgroup in per-CPU maps; only discrete events (OOM kills,
 //! cgroup creation and removal) go through the ring buffer.
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![no_std]
 #![no_main]
 // `atomic_xadd`: see `add_pending`. The probes are built with RUSTC_BOOTSTRAP (build-std).

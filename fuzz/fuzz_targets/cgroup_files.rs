@@ -1,15 +1,13 @@
-//! The cgroup and /proc parsers, fed arbitrary text: the daemon's `cpu.stat`/PSI/flat-keyed
-//! parsers and its mountinfo and /proc/cgroups readers, and the actuator's value parsers reached
-//! through its public file interface (the fuzz input is written into a v2 and a v1 cgroup
+//! The cgroup and /proc parsers, fed arbitrary text: cgroupfs's `cpu.stat`/PSI/flat-keyed
+//! parsers, its mountinfo and /proc/cgroups readers and its value parsers reached through its
+//! public file interface (the fuzz input is written into a v2 and a v1 cgroup
 //! directory on a temporary tree and read back as every knob).
 #![no_main]
 
 use std::{path::PathBuf, sync::OnceLock};
 
-use headroom_actuator::cgroup::{CgroupDirs, CgroupFiles as _};
-use headroom_actuator::values::Knob;
-use headroom_common::CgroupMode;
-use headroomd::cgroups::{files, host};
+use headroom_cgroupfs::values::Knob;
+use headroom_cgroupfs::{Cgroup as _, CgroupDirs, CgroupVersion, cpu, memory, pressure, setup};
 use libfuzzer_sys::fuzz_target;
 
 struct Trees {
@@ -82,33 +80,33 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(rest);
     match selector % 8 {
         0 => {
-            let _ = files::parse_cpu_stat(&text, CgroupMode::Legacy);
-            let _ = files::parse_cpu_stat(&text, CgroupMode::Unified);
+            let _ = cpu::parse_cpu_stat(&text, CgroupVersion::V1);
+            let _ = cpu::parse_cpu_stat(&text, CgroupVersion::V2);
         }
         1 => {
-            if let Some(psi) = files::parse_psi(&text) {
+            if let Some(psi) = pressure::parse_psi(&text) {
                 let _ = psi.some.avg10 + psi.some.avg60 + psi.some.avg300;
             }
         }
         2 => {
             let key = text.split_whitespace().next().unwrap_or("nr_periods");
-            let _ = files::flat_keyed(&text, key);
-            let _ = files::working_set(u64::MAX, &text, CgroupMode::Legacy);
-            let _ = files::working_set(0, &text, CgroupMode::Unified);
+            let _ = headroom_cgroupfs::flat_keyed(&text, key);
+            let _ = memory::working_set(u64::MAX, &text, CgroupVersion::V1);
+            let _ = memory::working_set(0, &text, CgroupVersion::V2);
         }
         3 => {
-            let _ = host::parse_cgroup_mounts(&text);
+            let _ = setup::parse_cgroup_mounts(&text);
             for line in text.lines() {
                 let _ = headroomd::cgroups::parse_pod_path(line);
             }
         }
         4 => {
-            let _ = host::parse_proc_cgroups(&text);
+            let _ = setup::parse_proc_cgroups(&text);
         }
         5 => {
             // Both tables from one input: split at the first NUL.
             let (a, b) = text.split_once('\0').unwrap_or((&text, ""));
-            if let Ok(h) = host::CgroupHost::from_v1_tables(a, b) {
+            if let Ok(h) = setup::CgroupHost::from_v1_tables(a, b) {
                 assert!(!h.hierarchies().is_empty());
             }
         }

@@ -1,4 +1,6 @@
-//! `headroom = allocatable − allocated − reserved`, per resource.
+//! `headroom = allocatable − allocated − reserved`, per resource, and the two figures a
+//! preemption is made of: the room left once some Pods have gone, and the extra room a resize
+//! needs. Every crate that reckons node room calls these.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,9 +26,35 @@ pub fn node_headroom(allocatable: Resources, allocated: Resources, reserved: Res
     }
 }
 
+/// The room of a node once the Pods holding `leaving` have gone: `allocatable − (allocated −
+/// leaving)`, saturating.
+pub fn room_once_gone(allocatable: Resources, allocated: Resources, leaving: Resources) -> Resources {
+    allocatable.saturating_sub(allocated.saturating_sub(leaving))
+}
+
+/// The extra room a resize from `admitted` to `requested` needs, per resource; nothing for a
+/// resource that shrinks.
+pub fn extra_room_needed(admitted: Resources, requested: Resources) -> Resources {
+    requested.saturating_sub(admitted).max(Resources::ZERO)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_once_gone_and_extra_room_needed() {
+        let room = room_once_gone(
+            Resources::new(8000, 16 << 30),
+            Resources::new(7950, 3 << 30),
+            Resources::new(2000, 1 << 30),
+        );
+        assert_eq!(room, Resources::new(2050, 14 << 30));
+        assert_eq!(
+            extra_room_needed(Resources::new(2000, 2 << 30), Resources::new(4000, 1 << 30)),
+            Resources::new(2000, 0)
+        );
+    }
 
     #[test]
     fn seed_node() {

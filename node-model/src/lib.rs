@@ -9,7 +9,7 @@ pub mod pod;
 pub mod quantity;
 pub mod resources;
 
-pub use headroom::{NodeHeadroom, node_headroom};
+pub use headroom::{NodeHeadroom, extra_room_needed, node_headroom, room_once_gone};
 pub use ledger::{LedgerError, Reservation, ReservationLedger};
 pub use pod::{
     ModelError, QosClass, ResizeState, pod_requests, pod_requests_admitted, qos_class, resize_state,

@@ -31,12 +31,9 @@ use headroom_shim::kube::reservations::{BoxFuture, Reserve};
 use headroom_shim::kube::{
     Backend, KubeConfig, LocalLedger, Metrics, NodeLedger, PreemptionMode, ReservationError, Reservations,
 };
-use headroomd::node::{Components, Daemon};
-use headroomd::pipeline::{
-    CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, PipelineConfig, PipelineHandle, PipelineInput,
-    PodRef, SnapshotReader, StaticPodResolver,
-};
-use headroomd::server::{AccessPolicy, ServerHandle, UnavailableActuator};
+use headroom_testkit::headroomd::{HeadroomdSetup, InProcessHeadroomd};
+use headroomd::pipeline::{CgroupFiles, CgroupOwner, CpuStat, PipelineInput, PodRef};
+use headroomd::server::AccessPolicy;
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt as _, StreamBody};
@@ -519,13 +516,11 @@ fn mutations(state: &Shared) -> Vec<Recorded> {
 
 // === A real headroomd ===
 
-/// headroomd's pipeline and gRPC server in this process, on a temporary Unix socket.
+/// headroomd's pipeline and gRPC server in this process (the test kit's harness), with a
+/// stand-in for its collector.
 struct TestHeadroomd {
-    _dir: tempfile::TempDir,
+    headroomd: InProcessHeadroomd,
     socket: PathBuf,
-    reader: SnapshotReader,
-    pipeline: Option<PipelineHandle>,
-    server: Option<ServerHandle>,
     collector: tokio::task::JoinHandle<()>,
 }
 
@@ -546,38 +541,21 @@ impl TestHeadroomd {
     /// cgroups and none counted from a Pod source; this test's uid may reserve. A stand-in for the
     /// collector reads every Pod cgroup each 50 ms, so that snapshots stay fresh.
     async fn start() -> TestHeadroomd {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("headroomd.sock");
-        let resolver = Arc::new(StaticPodResolver::new());
-        for (key, pod) in pod_cgroups() {
-            resolver.insert(key, CgroupOwner::Pod { pod, container: None });
-        }
-        let mut config = headroomd::config::Config {
-            pipeline: PipelineConfig {
-                node_name: NODE.into(),
-                allocatable: Resources::new(8000, 32762960 * 1024),
-                ..PipelineConfig::default()
+        let headroomd = InProcessHeadroomd::start(HeadroomdSetup {
+            node_name: NODE.into(),
+            allocatable: Resources::new(8000, 32762960 * 1024),
+            access: AccessPolicy {
+                writer_uids: vec![nix::unistd::geteuid().as_raw()],
+                ..AccessPolicy::default()
             },
-            ..headroomd::config::Config::default()
-        };
-        config.server.socket_path = socket.clone();
-        config.server.access = AccessPolicy {
-            writer_uids: vec![nix::unistd::geteuid().as_raw()],
-            ..AccessPolicy::default()
-        };
-        config.metrics_listen = None;
-        let components = Components {
-            resolver,
-            pod_source: Arc::new(InMemoryPodSource::default()),
-            actuator: Arc::new(UnavailableActuator),
-        };
-        let Daemon {
-            pipeline,
-            reader,
-            server,
-            ..
-        } = Daemon::start(&config, components).await.unwrap();
-        let sender = pipeline.sender();
+            cgroups: pod_cgroups()
+                .into_iter()
+                .map(|(key, pod)| (key, CgroupOwner::Pod { pod, container: None }))
+                .collect(),
+            ..HeadroomdSetup::default()
+        })
+        .await;
+        let sender = headroomd.pipeline().sender();
         let collector = tokio::spawn(async move {
             let mut reading: u64 = 0;
             loop {
@@ -595,16 +573,13 @@ impl TestHeadroomd {
             }
         });
         let d = TestHeadroomd {
-            _dir: dir,
-            socket,
-            reader,
-            pipeline: Some(pipeline),
-            server: Some(server),
+            socket: headroomd.socket.clone(),
+            headroomd,
             collector,
         };
         // Every Pod known (resolved from a reading) before the shim asks for anything.
         wait_for("headroomd knows the Pods' cgroups", || {
-            d.reader.load().version >= 1
+            d.headroomd.reader.load().version >= 1
         })
         .await;
         d
@@ -614,18 +589,12 @@ impl TestHeadroomd {
     /// the last snapshot it built).
     async fn stop_pipeline(&mut self) {
         self.collector.abort();
-        if let Some(pipeline) = self.pipeline.take() {
-            tokio::task::spawn_blocking(move || pipeline.shutdown())
-                .await
-                .unwrap();
-        }
+        self.headroomd.stop_pipeline().await;
     }
 
     async fn shutdown(mut self) {
         self.stop_pipeline().await;
-        if let Some(server) = self.server.take() {
-            server.shutdown().await.unwrap();
-        }
+        self.headroomd.shutdown().await;
     }
 }
 

@@ -455,12 +455,7 @@ fn actuate_as_the_kubelet(plane: &ControlPlane, name: &str) {
 
 #[test]
 fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evicted() {
-    if !nix::unistd::geteuid().is_root() {
-        assert!(
-            std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-            "needs root (creates the Pods' cgroups) and HEADROOM_REQUIRE_PRIVILEGED=1 is set"
-        );
-        println!("SKIPPED (needs root: creates cgroups under /sys/fs/cgroup)");
+    if !headroom_testkit::gate::privileged("give way through /resize", headroom_testkit::gate::not_root()) {
         return;
     }
     let plane = seed_cluster();

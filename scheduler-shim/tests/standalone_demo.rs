@@ -8,16 +8,9 @@
 use std::path::Path;
 use std::process::Command;
 
+/// Creates cgroups under /sys/fs/cgroup: root only.
 fn privileged(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-        "{test}: needs root (creates cgroups) and HEADROOM_REQUIRE_PRIVILEGED=1 is set"
-    );
-    println!("SKIPPED (needs root: creates cgroups under /sys/fs/cgroup)");
-    false
+    headroom_testkit::gate::privileged(test, headroom_testkit::gate::not_root())
 }
 
 /// The rows of the events table that follows `heading`: (type, reason, object, message).

@@ -31,15 +31,7 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 const MI: i64 = 1 << 20;
 
 fn privileged(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-        "{test}: needs root (creates cgroups) and HEADROOM_REQUIRE_PRIVILEGED=1 is set"
-    );
-    println!("SKIPPED (needs root: creates cgroups under /sys/fs/cgroup)");
-    false
+    headroom_testkit::gate::privileged(test, headroom_testkit::gate::not_root())
 }
 
 /// Stops the node's Pods and removes their cgroups even when an assertion fails first.

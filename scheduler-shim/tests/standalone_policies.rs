@@ -19,16 +19,9 @@ use headroom_shim::standalone::run::{RunConfig, Running, start};
 use headroom_shim::standalone::shim::{is_pending, pending_condition, run_cycle};
 use headroomd::node::ProbeMode;
 
+/// Creates cgroups under /sys/fs/cgroup: root only.
 fn privileged(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-        "{test}: needs root (creates cgroups) and HEADROOM_REQUIRE_PRIVILEGED=1 is set"
-    );
-    println!("SKIPPED (needs root: creates cgroups under /sys/fs/cgroup)");
-    false
+    headroom_testkit::gate::privileged(test, headroom_testkit::gate::not_root())
 }
 
 struct Node {

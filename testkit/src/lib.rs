@@ -1,16 +1,23 @@
 //! What headroom's tests share: a real Kubernetes control plane on 127.0.0.1
 //! ([`control_plane`]), built from upstream's Go modules by `cargo xtask build-k8s`, and
 //! loading a cluster file (the shape `kubectl get -o yaml` prints) into it ([`cluster`]), and
-//! the programs a test starts beside it ([`process`]).
+//! the programs a test starts beside it ([`process`]); the one gate of the privileged tests
+//! ([`gate`]) and the cgroups they create, removed on drop ([`scratch`]); with the feature
+//! `headroomd`, headroomd in the test's process (`headroomd`).
 //!
 //! A test that needs the control plane fails when it is not built: nothing here skips.
 pub mod cluster;
 pub mod control_plane;
+pub mod gate;
+#[cfg(feature = "headroomd")]
+pub mod headroomd;
 mod pki;
 pub mod process;
+pub mod scratch;
 
 pub use cluster::{LoadError, load_cluster_file};
 pub use control_plane::{
     ControlPlane, ControlPlaneError, ControlPlaneOptions, KUBERNETES_VERSION, SchedulerGate,
 };
 pub use process::LoggedChild;
+pub use scratch::TestCgroup;

@@ -12,30 +12,17 @@ pub const MOUNT: &str = "/sys/fs/cgroup";
 /// Whether the privileged tests can run here. If not, prints `SKIPPED (<reason>)` and returns
 /// false — unless `HEADROOM_REQUIRE_PRIVILEGED=1` (CI), which turns the skip into a failure.
 pub fn privileged(test: &str) -> bool {
-    let reason = if !nix::unistd::geteuid().is_root() {
-        Some("not root".to_owned())
-    } else {
-        match detect_setup(Path::new(MOUNT)) {
-            Err(e) => Some(format!("no cgroup mount: {e}")),
-            Ok(CgroupSetup::Unified) => {
-                Some("cgroup v2 only host; these tests need the v1 cpu and memory hierarchies".into())
-            }
-            Ok(_) => ["cpu/cpu.cfs_quota_us", "memory/memory.limit_in_bytes"]
-                .iter()
-                .find(|f| !Path::new(MOUNT).join(f).exists())
-                .map(|f| format!("{MOUNT}/{f} missing")),
+    let reason = headroom_testkit::gate::not_root().or_else(|| match detect_setup(Path::new(MOUNT)) {
+        Err(e) => Some(format!("no cgroup mount: {e}")),
+        Ok(CgroupSetup::Unified) => {
+            Some("cgroup v2 only host; these tests need the v1 cpu and memory hierarchies".into())
         }
-    };
-    match reason {
-        None => true,
-        Some(r) if std::env::var("HEADROOM_REQUIRE_PRIVILEGED").as_deref() == Ok("1") => {
-            panic!("{test}: privileged test cannot run ({r}) but HEADROOM_REQUIRE_PRIVILEGED=1")
-        }
-        Some(r) => {
-            eprintln!("{test}: SKIPPED ({r})");
-            false
-        }
-    }
+        Ok(_) => ["cpu/cpu.cfs_quota_us", "memory/memory.limit_in_bytes"]
+            .iter()
+            .find(|f| !Path::new(MOUNT).join(f).exists())
+            .map(|f| format!("{MOUNT}/{f} missing")),
+    });
+    headroom_testkit::gate::privileged(test, reason)
 }
 
 /// A child process killed (and reaped) on drop, even when the test fails.

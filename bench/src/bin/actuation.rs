@@ -280,7 +280,7 @@ fn naive_baseline(pod: &PodCgroups, n: usize) -> Result<Histogram<u64>> {
             .map(|c| pod.container_dirs(c))
             .collect::<Result<Vec<_>, _>>()?,
     ) {
-        if let headroom_actuator::cgroup::CgroupDirs::V1 { cpu, memory } = dirs {
+        if let headroom_cgroupfs::CgroupDirs::V1 { cpu, memory } = dirs {
             let read = |p: PathBuf| -> Result<(PathBuf, String)> {
                 let v = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
                 Ok((p, v.trim().to_owned()))

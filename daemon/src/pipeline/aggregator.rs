@@ -12,7 +12,7 @@ use std::{
 use arc_swap::ArcSwap;
 use crossbeam::channel;
 use headroom_common::{CgroupKey, EventKind};
-use headroom_node_model::{NodeHeadroom, ReservationLedger, Resources, node_headroom};
+use headroom_node_model::{NodeHeadroom, ReservationLedger, Resources, node_headroom, room_once_gone};
 use tokio::sync::watch;
 
 use super::{
@@ -554,10 +554,7 @@ impl Aggregator {
         // What the count of a resizing Pod at its desired size already holds, for this
         // reservation and the live ones: the ledger adds every reservation whole.
         let held = self.held_by_counts(now, Some((&request.pod, request.amount)));
-        let available = self
-            .allocatable()
-            .saturating_sub(self.allocated.saturating_sub(leaving))
-            .saturating_add(held);
+        let available = room_once_gone(self.allocatable(), self.allocated, leaving).saturating_add(held);
         let expires_at = now + request.ttl;
         self.ledger.reserve(
             &request.id,

@@ -100,49 +100,8 @@ impl CgroupSample {
     }
 }
 
-/// `cpu.stat` (cumulative).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct CpuStat {
-    /// `usage_usec` (v2) or `cpuacct.usage` (v1), in nanoseconds.
-    pub usage_ns: u64,
-    /// `nr_periods`.
-    pub nr_periods: u64,
-    /// `nr_throttled`.
-    pub nr_throttled: u64,
-    /// `throttled_usec` (v2) or `throttled_time` (v1), in nanoseconds.
-    pub throttled_ns: u64,
-}
-
-/// Memory usage of a cgroup.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct MemoryStat {
-    /// `memory.current` (v2) or `memory.usage_in_bytes` (v1).
-    pub usage_bytes: u64,
-    /// Usage minus inactive file pages, as cAdvisor computes it.
-    pub working_set_bytes: u64,
-}
-
-/// One line of a PSI file.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct PsiLine {
-    /// `avg10`, percent.
-    pub avg10: f64,
-    /// `avg60`, percent.
-    pub avg60: f64,
-    /// `avg300`, percent.
-    pub avg300: f64,
-    /// `total`, microseconds.
-    pub total_us: u64,
-}
-
-/// A PSI file (`cpu.pressure`, `memory.pressure`, `io.pressure`).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct PsiReading {
-    /// The `some` line.
-    pub some: PsiLine,
-    /// The `full` line (absent for `cpu.pressure` on older kernels).
-    pub full: Option<PsiLine>,
-}
+// The readings of cgroup files are cgroupfs's types.
+pub use headroom_cgroupfs::{CpuStat, MemoryStat, PsiLine, PsiReading};
 
 /// What was read from a cgroup's files at `at`. Absent parts were not available.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -83,6 +83,8 @@ pub enum ProbeError {
 pub struct ProbeOptions {
     /// Kernel BTF, normally `/sys/kernel/btf/vmlinux`.
     pub btf_path: PathBuf,
+    /// Where cgroups are mounted, normally `/sys/fs/cgroup`.
+    pub cgroup_mount: PathBuf,
     /// Keep the probes' aya-log diagnostics (off by default: the verifier then prunes them).
     pub probe_log: bool,
     /// Turn on kernel BPF run-time statistics (`bpf_prog_info.run_time_ns`/`run_cnt`).
@@ -93,6 +95,7 @@ impl Default for ProbeOptions {
     fn default() -> Self {
         Self {
             btf_path: PathBuf::from("/sys/kernel/btf/vmlinux"),
+            cgroup_mount: PathBuf::from(headroom_cgroupfs::setup::DEFAULT_MOUNT),
             probe_log: false,
             run_time_stats: false,
         }
@@ -170,10 +173,10 @@ impl Probes {
         if PROBE_OBJECT.is_empty() {
             return Err(ProbeError::NotBuilt);
         }
-        let host = CgroupHost::detect()?;
+        let host = CgroupHost::detect(&options.cgroup_mount)?;
         let kernel = KernelBtf::from_file(&options.btf_path)?;
         let (mut config, warnings) = kernel.probe_offsets()?;
-        config.cgroup_mode = host.mode as u32;
+        config.cgroup_mode = host.version.probe_mode() as u32;
         config.cpu_hierarchy_id = host.cpu.id;
         config.memory_hierarchy_id = host.memory.id;
         let throttle_model = match config.throttle_model {
@@ -259,7 +262,7 @@ impl Probes {
                 })
             })?;
         info!(
-            mode = ?host.mode,
+            version = ?host.version,
             ?throttle_model,
             runq_model = if config.runq_model == RunqModel::SchedInfo as u32 { "sched_info" } else { "wakeup map" },
             attached = programs.iter().filter(|p| p.error.is_none()).count(),

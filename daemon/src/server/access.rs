@@ -16,9 +16,119 @@
 //! signed". Naming writers keeps TCP exactly as strict as the socket: the transport decides who
 //! may connect and read, a list decides who may write.
 
-use std::{fmt, net::SocketAddr};
+use std::{
+    fmt,
+    future::Future,
+    net::SocketAddr,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
 
-use tonic::{Request, Status, transport::server::UdsConnectInfo};
+use tonic::{Request, Status, codegen::http, metadata::MetadataMap, transport::server::UdsConnectInfo};
+use tracing::Instrument as _;
+
+/// What an RPC needs from its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// A reader ([`AccessPolicy::check_reader`]).
+    Read,
+    /// A writer: the RPC changes state ([`AccessPolicy::check_writer`]).
+    Write,
+}
+
+/// The gRPC path prefix of `headroom.v1.Headroom`.
+const SERVICE_PATH: &str = "/headroom.v1.Headroom/";
+
+/// Which RPC of `headroom.v1.Headroom` needs what: the one place access is decided. Paths of
+/// other services (health, reflection) are open to whoever may connect.
+pub const RPCS: &[(&str, Needs)] = &[
+    ("GetHeadroom", Needs::Read),
+    ("WatchHeadroom", Needs::Read),
+    ("ListPods", Needs::Read),
+    ("Reserve", Needs::Write),
+    ("Release", Needs::Write),
+    ("ApplyResize", Needs::Write),
+];
+
+/// The RPC a request path names and what it needs; `None` outside the table.
+pub fn rpc_of(path: &str) -> Option<(&'static str, Needs)> {
+    let method = path.strip_prefix(SERVICE_PATH)?;
+    RPCS.iter().find(|(name, _)| *name == method).copied()
+}
+
+/// A tower layer in front of every gRPC service: for each RPC of [`RPCS`] it finds the caller
+/// ([`Peer`]), checks it against the policy and runs the call inside one `rpc` span.
+#[derive(Clone, Debug)]
+pub struct AccessLayer {
+    policy: Arc<AccessPolicy>,
+}
+
+impl AccessLayer {
+    /// A layer enforcing `policy`.
+    pub fn new(policy: AccessPolicy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+        }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for AccessLayer {
+    type Service = AccessService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AccessService {
+            inner,
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+/// The service [`AccessLayer`] wraps around the routes.
+#[derive(Clone, Debug)]
+pub struct AccessService<S> {
+    inner: S,
+    policy: Arc<AccessPolicy>,
+}
+
+type ResponseFuture<R, E> = Pin<Box<dyn Future<Output = Result<R, E>> + Send>>;
+
+impl<S, B, R> tower_service::Service<http::Request<B>> for AccessService<S>
+where
+    S: tower_service::Service<http::Request<B>, Response = http::Response<R>>,
+    S::Future: Send + 'static,
+    R: Default + 'static,
+{
+    type Response = http::Response<R>;
+    type Error = S::Error;
+    type Future = ResponseFuture<Self::Response, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let Some((rpc, needs)) = rpc_of(request.uri().path()) else {
+            return Box::pin(self.inner.call(request));
+        };
+        // The transport's connection facts (peer credentials, verified certificates) travel in
+        // the request's extensions, as they do into tonic's own `Request`.
+        let peer = Peer::of(&Request::from_parts(
+            MetadataMap::new(),
+            request.extensions().clone(),
+            (),
+        ));
+        let span = tracing::info_span!("rpc", rpc, peer = %peer);
+        let checked = span.in_scope(|| match needs {
+            Needs::Read => self.policy.check_reader(&peer, rpc),
+            Needs::Write => self.policy.check_writer(&peer, rpc),
+        });
+        match checked {
+            Ok(()) => Box::pin(self.inner.call(request).instrument(span)),
+            Err(status) => Box::pin(async move { Ok(status.into_http()) }),
+        }
+    }
+}
 
 /// The caller, as far as the transport tells.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,6 +275,20 @@ impl AccessPolicy {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_table_names_what_each_rpc_needs() {
+        assert_eq!(
+            rpc_of("/headroom.v1.Headroom/Reserve"),
+            Some(("Reserve", Needs::Write))
+        );
+        assert_eq!(
+            rpc_of("/headroom.v1.Headroom/ListPods"),
+            Some(("ListPods", Needs::Read))
+        );
+        assert_eq!(rpc_of("/grpc.health.v1.Health/Check"), None);
+        assert_eq!(rpc_of("/headroom.v1.Headroom/Nope"), None);
+    }
 
     #[test]
     fn writers_need_credentials_on_the_list() {

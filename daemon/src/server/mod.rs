@@ -28,8 +28,13 @@ use tokio::{
 };
 use tokio_stream::wrappers::UnixListenerStream;
 
-pub use access::{AccessPolicy, Peer};
-pub use actuator::{ActuatorError, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator};
+pub use access::{AccessLayer, AccessPolicy, Peer};
+
+/// The server stack: [`AccessLayer`] in front of every route.
+type WithAccess = tower_layer::Stack<AccessLayer, tower_layer::Identity>;
+pub use actuator::{
+    ActuatorError, ActuatorErrorKind, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator,
+};
 pub use service::{HeadroomService, ServiceLimits};
 pub use tls::{TcpConfig, TlsError};
 
@@ -276,13 +281,7 @@ pub async fn serve(
             Some((tls, listener, addr))
         }
     };
-    let service = HeadroomService::new(
-        reader,
-        ledger,
-        actuator,
-        config.access.clone(),
-        config.limits.clone(),
-    );
+    let service = HeadroomService::new(reader, ledger, actuator, config.limits.clone());
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<HeadroomServer<HeadroomService>>().await;
     let builder = || {
@@ -291,9 +290,10 @@ pub async fn serve(
             .max_concurrent_streams(config.max_concurrent_streams)
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+            .layer(AccessLayer::new(config.access.clone()))
     };
     let routes =
-        |mut builder: tonic::transport::Server| -> Result<tonic::transport::server::Router, ServerError> {
+        |mut builder: tonic::transport::Server<WithAccess>| -> Result<tonic::transport::server::Router<WithAccess>, ServerError> {
             let reflection_v1 = tonic_reflection::server::Builder::configure()
                 .register_encoded_file_descriptor_set(headroom_proto::FILE_DESCRIPTOR_SET)
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)

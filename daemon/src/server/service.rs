@@ -16,8 +16,7 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
 
 use super::{
-    access::{AccessPolicy, Peer},
-    actuator::{ActuatorError, ResizeActuator},
+    actuator::{ActuatorErrorKind, ResizeActuator},
     convert, validate,
 };
 use crate::pipeline::{LedgerHandle, ReserveError, ReserveRequest, SnapshotReader};
@@ -46,13 +45,12 @@ impl Default for ServiceLimits {
     }
 }
 
-/// The service.
+/// The service. Who may call what, and each call's span, are [`super::access::AccessLayer`]'s.
 #[derive(Clone)]
 pub struct HeadroomService {
     reader: SnapshotReader,
     ledger: LedgerHandle,
     actuator: Arc<dyn ResizeActuator>,
-    policy: Arc<AccessPolicy>,
     limits: ServiceLimits,
     watchers: Arc<AtomicUsize>,
 }
@@ -63,14 +61,12 @@ impl HeadroomService {
         reader: SnapshotReader,
         ledger: LedgerHandle,
         actuator: Arc<dyn ResizeActuator>,
-        policy: AccessPolicy,
         limits: ServiceLimits,
     ) -> Self {
         Self {
             reader,
             ledger,
             actuator,
-            policy: Arc::new(policy),
             limits,
             watchers: Arc::new(AtomicUsize::new(0)),
         }
@@ -80,10 +76,6 @@ impl HeadroomService {
     pub fn watchers(&self) -> usize {
         self.watchers.load(Ordering::Relaxed)
     }
-}
-
-fn span(rpc: &'static str, peer: &Peer) -> tracing::Span {
-    tracing::info_span!("rpc", rpc, peer = %peer)
 }
 
 fn ledger_status(e: ReserveError) -> Status {
@@ -113,17 +105,13 @@ impl Headroom for HeadroomService {
         &self,
         request: Request<pb::GetHeadroomRequest>,
     ) -> Result<Response<pb::HeadroomSnapshot>, Status> {
-        let peer = Peer::of(&request);
-        async {
-            self.policy.check_reader(&peer, "GetHeadroom")?;
+        {
             let snapshot = self.reader.load();
             Ok(Response::new(convert::snapshot(
                 &snapshot,
                 request.get_ref().include_pods,
             )))
         }
-        .instrument(span("GetHeadroom", &peer))
-        .await
     }
 
     type WatchHeadroomStream = SnapshotStream;
@@ -132,10 +120,8 @@ impl Headroom for HeadroomService {
         &self,
         request: Request<pb::WatchHeadroomRequest>,
     ) -> Result<Response<Self::WatchHeadroomStream>, Status> {
-        let peer = Peer::of(&request);
-        let span = span("WatchHeadroom", &peer);
-        let _entered = span.enter();
-        self.policy.check_reader(&peer, "WatchHeadroom")?;
+        // The stream's task keeps the call's span (access::AccessLayer opened it).
+        let span = tracing::Span::current();
         let open = self.watchers.fetch_add(1, Ordering::Relaxed);
         let guard = WatchGuard(self.watchers.clone());
         if open >= self.limits.max_watchers {
@@ -201,9 +187,7 @@ impl Headroom for HeadroomService {
         &self,
         request: Request<pb::ListPodsRequest>,
     ) -> Result<Response<pb::ListPodsResponse>, Status> {
-        let peer = Peer::of(&request);
-        async {
-            self.policy.check_reader(&peer, "ListPods")?;
+        {
             let req = request.get_ref();
             if !req.namespace.is_empty()
                 && validate::pod_id("namespace", &format!("{}/x", req.namespace)).is_err()
@@ -236,17 +220,13 @@ impl Headroom for HeadroomService {
                 version: snapshot.version,
             }))
         }
-        .instrument(span("ListPods", &peer))
-        .await
     }
 
     async fn reserve(
         &self,
         request: Request<pb::ReserveRequest>,
     ) -> Result<Response<pb::ReserveResponse>, Status> {
-        let peer = Peer::of(&request);
-        async {
-            self.policy.check_writer(&peer, "Reserve")?;
+        {
             let req = request.get_ref();
             validate::reservation_id("reservation_id", &req.reservation_id)?;
             validate::pod_id("pod", &req.pod)?;
@@ -281,17 +261,13 @@ impl Headroom for HeadroomService {
                 node: Some(convert::node_headroom(&node, std::time::SystemTime::now(), false)),
             }))
         }
-        .instrument(span("Reserve", &peer))
-        .await
     }
 
     async fn release(
         &self,
         request: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
-        let peer = Peer::of(&request);
-        async {
-            self.policy.check_writer(&peer, "Release")?;
+        {
             let id = &request.get_ref().reservation_id;
             validate::reservation_id("reservation_id", id)?;
             match self.ledger.release(id.clone()).await.map_err(ledger_status)? {
@@ -304,17 +280,13 @@ impl Headroom for HeadroomService {
                 ))),
             }
         }
-        .instrument(span("Release", &peer))
-        .await
     }
 
     async fn apply_resize(
         &self,
         request: Request<pb::ApplyResizeRequest>,
     ) -> Result<Response<pb::ApplyResizeResponse>, Status> {
-        let peer = Peer::of(&request);
-        async {
-            self.policy.check_writer(&peer, "ApplyResize")?;
+        {
             let allocatable = self.reader.load().node.headroom.allocatable;
             let resize = validate::resize(request.get_ref(), allocatable)?;
             if self.limits.require_known_pod && self.reader.load().pod(&resize.pod_uid).is_none() {
@@ -326,12 +298,13 @@ impl Headroom for HeadroomService {
             let reservation = resize.reservation_id.clone();
             let outcome = self.actuator.apply(resize).await.map_err(|e| {
                 tracing::warn!(error = %e, "resize not applied");
-                match e {
-                    ActuatorError::Unavailable(m) => Status::unimplemented(m),
-                    ActuatorError::NotFound(m) => Status::not_found(m),
-                    ActuatorError::Invalid(m) => Status::invalid_argument(m),
-                    ActuatorError::Precondition(m) => Status::failed_precondition(m),
-                    ActuatorError::Failed(m) => Status::internal(m),
+                let message = e.to_string();
+                match e.kind() {
+                    ActuatorErrorKind::Unavailable => Status::unimplemented(message),
+                    ActuatorErrorKind::NotFound => Status::not_found(message),
+                    ActuatorErrorKind::Invalid => Status::invalid_argument(message),
+                    ActuatorErrorKind::Precondition => Status::failed_precondition(message),
+                    ActuatorErrorKind::Failed => Status::internal(message),
                 }
             })?;
             if let Some(id) = reservation
@@ -358,7 +331,5 @@ impl Headroom for HeadroomService {
                 total_ns: nanos(outcome.total),
             }))
         }
-        .instrument(span("ApplyResize", &peer))
-        .await
     }
 }

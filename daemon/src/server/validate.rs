@@ -131,7 +131,7 @@ pub fn container_name(field: &str, name: &str) -> Result<(), Status> {
     }
 }
 
-/// A non-negative amount that does not exceed the node's allocatable.
+/// A non-negative amount that does not exceed the node's allocatable (checked once, here).
 pub fn amount(field: &str, unit: &str, value: i64, allocatable: i64) -> Result<i64, Status> {
     if value < 0 {
         return Err(invalid(format!(
@@ -173,11 +173,13 @@ pub fn resource_amount(a: Option<&pb::ResourceAmount>, allocatable: Resources) -
     Ok(Resources::new(cpu, memory))
 }
 
-fn opt(field: String, unit: &str, v: Option<i64>, allocatable: i64) -> Result<Option<i64>, Status> {
-    v.map(|v| amount(&field, unit, v, allocatable)).transpose()
+/// An optional resize amount, validated by [`amount`] into the unsigned type the actuator takes.
+fn opt(field: String, unit: &str, v: Option<i64>, allocatable: i64) -> Result<Option<u64>, Status> {
+    v.map(|v| amount(&field, unit, v, allocatable).map(i64::unsigned_abs))
+        .transpose()
 }
 
-fn request_le_limit(what: &str, request: Option<i64>, limit: Option<i64>) -> Result<(), Status> {
+fn request_le_limit(what: &str, request: Option<u64>, limit: Option<u64>) -> Result<(), Status> {
     if let (Some(r), Some(l)) = (request, limit)
         && r > l
     {

@@ -1,27 +1,18 @@
 //! An in-process headroomd (pipeline + gRPC on a temp Unix socket) for the API tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::{path::PathBuf, sync::Arc, time::Instant};
+use std::time::Instant;
 
 use headroom_common::CgroupKey;
 use headroom_node_model::Resources;
+use headroom_testkit::headroomd::{HeadroomdSetup, InProcessHeadroomd};
 use headroomd::{
-    pipeline::{
-        self, CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig,
-        PipelineHandle, PipelineInput, PodEntry, PodRef, SnapshotReader, StaticPodResolver,
-    },
-    server::{self, AccessPolicy, ServerConfig, ServerHandle, TcpConfig, UnavailableActuator},
+    pipeline::{CgroupFiles, CgroupOwner, CpuStat, MemoryStat, PipelineInput, PodEntry, PodRef},
+    server::{AccessPolicy, TcpConfig},
 };
 
-pub struct TestDaemon {
-    pub dir: tempfile::TempDir,
-    pub socket: PathBuf,
-    pub pipeline: PipelineHandle,
-    pub reader: SnapshotReader,
-    pub server: ServerHandle,
-    pub pods: Arc<InMemoryPodSource>,
-    pub resolver: Arc<StaticPodResolver>,
-}
+/// headroomd in this process (the test kit's harness).
+pub type TestDaemon = InProcessHeadroomd;
 
 pub fn pod_ref(n: u32) -> PodRef {
     PodRef::new("default", format!("web-{n}"), format!("uid-{n}"))
@@ -55,54 +46,34 @@ pub async fn start(access: AccessPolicy) -> TestDaemon {
 
 /// The same daemon in `dir`, also on TCP with mutual TLS when `tcp` is given.
 pub async fn start_with(dir: tempfile::TempDir, access: AccessPolicy, tcp: Option<TcpConfig>) -> TestDaemon {
-    let socket = dir.path().join("run/headroomd.sock");
-    let resolver = Arc::new(StaticPodResolver::new());
-    resolver.insert(
-        key(10),
-        CgroupOwner::Pod {
-            pod: pod_ref(1),
-            container: None,
-        },
-    );
-    resolver.insert(
-        key(11),
-        CgroupOwner::Pod {
-            pod: pod_ref(1),
-            container: Some("app".into()),
-        },
-    );
-    let pods = Arc::new(InMemoryPodSource::new(vec![PodEntry {
-        pod: pod_ref(1),
-        requests: Resources::new(1000, 1 << 30),
-        pending_resize: Resources::ZERO,
-    }]));
-    let config = PipelineConfig {
+    InProcessHeadroomd::start(HeadroomdSetup {
         node_name: "test-node".into(),
         allocatable: Resources::new(8000, 16 << 30),
-        ..PipelineConfig::default()
-    };
-    let (pipeline, reader) = pipeline::spawn(config, resolver.clone(), pods.clone()).unwrap();
-    let server_config = ServerConfig {
-        socket_path: socket.clone(),
         access,
-        ..ServerConfig::default()
-    };
-    let server = server::serve(
-        &server_config,
-        tcp.as_ref(),
-        reader.clone(),
-        pipeline.ledger(),
-        Arc::new(UnavailableActuator),
-    )
+        tcp,
+        cgroups: vec![
+            (
+                key(10),
+                CgroupOwner::Pod {
+                    pod: pod_ref(1),
+                    container: None,
+                },
+            ),
+            (
+                key(11),
+                CgroupOwner::Pod {
+                    pod: pod_ref(1),
+                    container: Some("app".into()),
+                },
+            ),
+        ],
+        pods: vec![PodEntry {
+            pod: pod_ref(1),
+            requests: Resources::new(1000, 1 << 30),
+            pending_resize: Resources::ZERO,
+        }],
+        socket: "run/headroomd.sock".into(),
+        dir: Some(dir),
+    })
     .await
-    .unwrap();
-    TestDaemon {
-        dir,
-        socket,
-        pipeline,
-        reader,
-        server,
-        pods,
-        resolver,
-    }
 }

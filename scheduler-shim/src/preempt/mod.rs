@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Instant;
 
-use headroom_node_model::Resources;
+use headroom_node_model::{Resources, extra_room_needed, room_once_gone};
 
 use crate::cluster_file::{ClusterFile, ResizeSpec, node_state_for};
 use crate::decide::{DecideError, Decision, NodeState, ResizeRequest, ServedResize, decide_all};
@@ -92,13 +92,8 @@ impl Reservation {
             id: format!("{}:{}", resize.uid, resize.generation),
             pod: resize.key.clone(),
             pod_uid: resize.uid.clone(),
-            amount: request
-                .requested
-                .saturating_sub(request.admitted)
-                .max(Resources::ZERO),
-            available: decision
-                .allocatable
-                .saturating_sub(decision.used.saturating_sub(freed))
+            amount: extra_room_needed(request.admitted, request.requested),
+            available: room_once_gone(decision.allocatable, decision.used, freed)
                 .saturating_sub(request.admitted),
             victims: decision.victim_keys(),
             releasing_pod_uids: decision

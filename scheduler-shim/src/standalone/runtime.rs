@@ -6,9 +6,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use headroom_actuator::cgroup::CgroupError;
 use headroom_actuator::convert::pod_values;
 use headroom_actuator::{ConversionConfig, KubeResources, PodCgroups, Roots};
+use headroom_cgroupfs::CgroupError;
 use headroom_node_model::{QuantityError, parse_cpu_millis, parse_memory_bytes};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use nix::sys::signal::{Signal, kill};
@@ -232,9 +232,9 @@ impl PodRuntime {
             let Ok(pid) = i32::try_from(child.id()) else {
                 continue;
             };
-            // SAFETY: the OwnedFd is moved into the AsyncFd: it stays open and the same
-            // descriptor until the AsyncFd is dropped.
             let pidfd = pidfd_open(pid).ok().and_then(|fd| {
+                // SAFETY: the OwnedFd is moved into the AsyncFd: it stays open and the same
+                // descriptor until the AsyncFd is dropped.
                 unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
                     .ok()
             });
@@ -295,7 +295,7 @@ fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
         return Err(std::io::Error::last_os_error());
     }
     let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("pidfd out of range"))?;
-    // SAFETY: see above.
+    // SAFETY: `fd` was just returned by pidfd_open, is open and owned by nothing else.
     Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 

@@ -1,10 +1,10 @@
 //! The kubelet's "allocated == actual" check after a resize, done on the cgroup files themselves:
 //! every value the resize wrote is read back from the kernel and compared.
 
-use headroom_actuator::cgroup::{CgroupDirs, CgroupFiles};
 use headroom_actuator::convert::pod_values;
 use headroom_actuator::values::{CgroupValues, Knob, MemoryMax, Setting};
 use headroom_actuator::{ConversionConfig, KubeResources, Roots};
+use headroom_cgroupfs::{Cgroup, CgroupDirs};
 
 /// Memory limits are rounded down to the page size by the actuator and the kernel.
 const PAGE_SLACK: u64 = 64 * 1024;

@@ -1,11 +1,61 @@
-//! Detects the host's cgroup layout: unified (v2), legacy (v1) or hybrid (v1 controllers
-//! plus an empty cgroup2 mount, as on this project's machines).
+//! The host's cgroup setup, detected under an injected mount root (normally `/sys/fs/cgroup`):
+//! unified (v2), hybrid (v1 controllers plus a controller-less cgroup2 at `unified/`, as on
+//! this project's machines) or legacy (v1 only), and the hierarchies that hold the cpu,
+//! cpuacct and memory controllers.
 use std::path::{Path, PathBuf};
 
-use headroom_common::{CgroupMode, UNIFIED_HIERARCHY_ID};
+use headroom_common::UNIFIED_HIERARCHY_ID;
 
-/// `CGROUP2_SUPER_MAGIC` from `include/uapi/linux/magic.h`.
-const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+use crate::{CgroupError, CgroupVersion};
+
+/// Where cgroups are mounted unless configured otherwise.
+pub const DEFAULT_MOUNT: &str = "/sys/fs/cgroup";
+
+/// How the host mounts cgroups (youki's terms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupSetup {
+    /// The mount root is cgroup2: controllers live there.
+    Unified,
+    /// tmpfs with v1 controller hierarchies plus a controller-less cgroup2 at `unified/`.
+    Hybrid,
+    /// tmpfs with v1 controller hierarchies only.
+    Legacy,
+}
+
+impl CgroupSetup {
+    /// Where the cpu and memory controllers are: v2 only on a unified host.
+    pub const fn controller_version(self) -> CgroupVersion {
+        match self {
+            Self::Unified => CgroupVersion::V2,
+            Self::Hybrid | Self::Legacy => CgroupVersion::V1,
+        }
+    }
+}
+
+/// Detects the setup of the cgroup mount at `mount_root` (normally `/sys/fs/cgroup`) by `statfs`.
+pub fn detect_setup(mount_root: &Path) -> Result<CgroupSetup, CgroupError> {
+    use nix::sys::statfs::{CGROUP2_SUPER_MAGIC, statfs};
+    let fs = statfs(mount_root).map_err(|source| CgroupError::Statfs {
+        path: mount_root.into(),
+        source,
+    })?;
+    if fs.filesystem_type() == CGROUP2_SUPER_MAGIC {
+        return Ok(CgroupSetup::Unified);
+    }
+    let unified = mount_root.join("unified");
+    match statfs(&unified) {
+        Ok(u) if u.filesystem_type() == CGROUP2_SUPER_MAGIC => Ok(CgroupSetup::Hybrid),
+        _ => Ok(CgroupSetup::Legacy),
+    }
+}
+
+/// Whether `dir` is on a cgroup (v1) or cgroup2 file system, not a test tree on tmpfs or ext4.
+pub fn is_cgroupfs(dir: &Path) -> bool {
+    use nix::sys::statfs::{CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, statfs};
+    statfs(dir).is_ok_and(|fs| {
+        fs.filesystem_type() == CGROUP_SUPER_MAGIC || fs.filesystem_type() == CGROUP2_SUPER_MAGIC
+    })
+}
 
 /// Why the cgroup layout could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +71,9 @@ pub enum HostError {
     /// A controller the probes need has no mounted hierarchy.
     #[error("no cgroup v1 hierarchy is mounted for the `{0}` controller and /sys/fs/cgroup is not cgroup2")]
     ControllerNotMounted(&'static str),
+    /// The mount root could not be inspected.
+    #[error(transparent)]
+    Setup(#[from] CgroupError),
 }
 
 /// One cgroup hierarchy: its id (as the probes key it) and where it is mounted.
@@ -35,27 +88,31 @@ pub struct Hierarchy {
 /// The cgroup layout the probes and the index need.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgroupHost {
-    /// How the probes attribute tasks.
-    pub mode: CgroupMode,
+    /// The version of the cpu and memory controllers (how the probes attribute tasks).
+    pub version: CgroupVersion,
     /// Hierarchy holding the cpu controller.
     pub cpu: Hierarchy,
     /// Hierarchy holding the memory controller.
     pub memory: Hierarchy,
+    /// v1 only: where the cpuacct controller is mounted (CPU usage lives there, at the same
+    /// relative path as in the cpu hierarchy); the cpu mount itself when they are co-mounted.
+    pub cpuacct: Option<PathBuf>,
 }
 
 impl CgroupHost {
-    /// Detects the layout of this machine.
-    pub fn detect() -> Result<Self, HostError> {
-        let root = Path::new("/sys/fs/cgroup");
-        if statfs_type(root) == Some(CGROUP2_SUPER_MAGIC) {
+    /// Detects the layout of the cgroup mount at `mount_root` (normally `/sys/fs/cgroup`); on
+    /// v1 the hierarchies come from this process's `/proc/cgroups` and mountinfo.
+    pub fn detect(mount_root: &Path) -> Result<Self, HostError> {
+        if detect_setup(mount_root)? == CgroupSetup::Unified {
             let unified = Hierarchy {
                 id: UNIFIED_HIERARCHY_ID,
-                mount: root.to_path_buf(),
+                mount: mount_root.to_path_buf(),
             };
             return Ok(Self {
-                mode: CgroupMode::Unified,
+                version: CgroupVersion::V2,
                 cpu: unified.clone(),
                 memory: unified,
+                cpuacct: None,
             });
         }
         let proc_cgroups = read("/proc/cgroups")?;
@@ -80,10 +137,15 @@ impl CgroupHost {
                 .ok_or(HostError::ControllerNotMounted(controller))?;
             Ok(Hierarchy { id, mount })
         };
+        let cpuacct = mounts
+            .iter()
+            .find(|(_, options)| options.iter().any(|o| o == "cpuacct"))
+            .map(|(mount, _)| mount.clone());
         Ok(Self {
-            mode: CgroupMode::Legacy,
+            version: CgroupVersion::V1,
             cpu: find("cpu")?,
             memory: find("memory")?,
+            cpuacct,
         })
     }
 
@@ -102,14 +164,6 @@ fn read(path: &str) -> Result<String, HostError> {
         path: path.into(),
         source,
     })
-}
-
-// `f_type` is `__fsword_t`: i64 on x86_64 glibc, narrower elsewhere.
-#[allow(clippy::unnecessary_cast)]
-fn statfs_type(path: &Path) -> Option<i64> {
-    nix::sys::statfs::statfs(path)
-        .ok()
-        .map(|s| s.filesystem_type().0 as i64)
 }
 
 /// `(controller, hierarchy id)` rows of `/proc/cgroups` (header and malformed lines skipped).
@@ -183,7 +237,7 @@ mod tests {
     #[test]
     fn hybrid_layout_from_tables() {
         let host = CgroupHost::from_v1_tables(PROC_CGROUPS, MOUNTINFO).expect("layout");
-        assert_eq!(host.mode, CgroupMode::Legacy);
+        assert_eq!(host.version, CgroupVersion::V1);
         assert_eq!(
             host.cpu,
             Hierarchy {
@@ -199,6 +253,7 @@ mod tests {
             }
         );
         assert_eq!(host.hierarchies().len(), 2);
+        assert_eq!(host.cpuacct, Some(PathBuf::from("/sys/fs/cgroup/cpuacct")));
     }
 
     #[test]
@@ -207,6 +262,7 @@ mod tests {
             28 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
         let host = CgroupHost::from_v1_tables(PROC_CGROUPS, mountinfo).expect("layout");
         assert_eq!(host.cpu.mount, PathBuf::from("/sys/fs/cgroup/cpu,cpuacct"));
+        assert_eq!(host.cpuacct, Some(host.cpu.mount.clone()));
     }
 
     #[test]
@@ -219,6 +275,14 @@ mod tests {
     }
 
     #[test]
+    fn detects_this_host_or_tmp() {
+        // A tmpfs/ext4 directory without `unified/` is "legacy" (no cgroup2 anywhere).
+        let tmp = tempfile::tempdir().expect("tempdir");
+        assert_eq!(detect_setup(tmp.path()).expect("statfs"), CgroupSetup::Legacy);
+        assert!(detect_setup(Path::new("/nonexistent-headroom")).is_err());
+    }
+
+    #[test]
     fn escaped_mount_points() {
         let mounts = parse_cgroup_mounts("1 2 0:1 / /a\\040b rw - cgroup cgroup rw,cpu\n");
         assert_eq!(mounts[0].0, PathBuf::from("/a b"));
@@ -226,8 +290,10 @@ mod tests {
 
     #[test]
     fn detect_on_this_machine() {
-        let host = CgroupHost::detect().expect("this machine has cgroups");
+        let host = CgroupHost::detect(Path::new("/sys/fs/cgroup")).expect("this machine has cgroups");
         assert!(host.cpu.mount.exists());
-        assert!(host.memory.mount.join("memory.limit_in_bytes").exists() || host.mode == CgroupMode::Unified);
+        assert!(
+            host.memory.mount.join("memory.limit_in_bytes").exists() || host.version == CgroupVersion::V2
+        );
     }
 }
