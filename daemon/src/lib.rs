@@ -13,6 +13,7 @@ pub mod node;
 pub mod observe;
 pub mod pipeline;
 pub mod probes;
+pub mod readiness;
 pub mod serve;
 pub mod server;
 

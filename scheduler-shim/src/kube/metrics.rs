@@ -5,7 +5,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// A watch that failed this recently, with no event since, makes the shim unready. The
+/// watchers' backoff retries at least every 30 s, so a watch that keeps failing stays unready,
+/// and one whose retry succeeded quietly (no change to report) is ready again after this long.
+pub const WATCH_FAILURE_UNREADY_FOR: Duration = Duration::from_secs(45);
 
 /// Upper bounds (seconds) of the end-to-end latency histogram: decision → resize actuated.
 pub const LATENCY_BUCKETS: [f64; 12] = [
@@ -38,6 +43,8 @@ pub struct Metrics {
     end_to_end: Mutex<Histogram>,
     latencies: Mutex<Vec<Duration>>,
     ready: AtomicBool,
+    /// The last failure of each watch that has not seen an event since.
+    watch_failing: Mutex<BTreeMap<&'static str, Instant>>,
 }
 
 fn bump(map: &Mutex<BTreeMap<&'static str, u64>>, key: &'static str, by: u64) {
@@ -49,6 +56,27 @@ fn bump(map: &Mutex<BTreeMap<&'static str, u64>>, key: &'static str, by: u64) {
 impl Metrics {
     pub fn watch_error(&self, resource: &'static str) {
         bump(&self.watch_errors, resource, 1);
+        self.watch_failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(resource, Instant::now());
+    }
+    /// The watch of `resource` delivered an event: it works again.
+    pub fn watch_ok(&self, resource: &'static str) {
+        let mut failing = self.watch_failing.lock().unwrap_or_else(|p| p.into_inner());
+        if !failing.is_empty() {
+            failing.remove(resource);
+        }
+    }
+    /// Watches that failed within [`WATCH_FAILURE_UNREADY_FOR`] and saw no event since.
+    pub fn failing_watches(&self, now: Instant) -> Vec<&'static str> {
+        self.watch_failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, at)| now.saturating_duration_since(**at) < WATCH_FAILURE_UNREADY_FOR)
+            .map(|(r, _)| *r)
+            .collect()
     }
     pub fn decision(&self, outcome: &'static str) {
         bump(&self.decisions, outcome, 1);
@@ -132,8 +160,9 @@ impl Metrics {
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
+    /// Synced once, and no watch failing now.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.ready.load(Ordering::Relaxed) && self.failing_watches(Instant::now()).is_empty()
     }
 
     /// Prometheus text exposition.
