@@ -119,7 +119,6 @@ fn every_manifest_parses_into_v1_37_types_without_losing_a_field() {
         "ClusterRoleBinding",
         "DaemonSet",
         "Namespace",
-        "PriorityClass",
         "Service",
         "ServiceAccount",
     ]
@@ -153,8 +152,17 @@ fn daemonset_runs_both_containers_with_least_privilege() {
     assert_eq!(names, ["headroomd", "headroom-shim"]);
     assert_eq!(pod.host_pid, Some(false));
     assert_eq!(pod.host_network, Some(false));
-    let pc: PriorityClass = typed("PriorityClass");
-    assert_eq!(pod.priority_class_name, pc.metadata.name);
+    // The kubelet never evicts system-node-critical Pods (a user-defined class, even at 1e9, is
+    // evicted under node pressure); no PriorityClass of headroom's own is shipped.
+    assert_eq!(pod.priority_class_name.as_deref(), Some("system-node-critical"));
+    for container in &pod.containers {
+        assert_eq!(
+            container.termination_message_policy.as_deref(),
+            Some("FallbackToLogsOnError"),
+            "{}: a refusal at start must show in kubectl describe pod",
+            container.name
+        );
+    }
     let sa: ServiceAccount = typed("ServiceAccount");
     assert_eq!(pod.service_account_name, sa.metadata.name);
     assert_eq!(
@@ -277,6 +285,31 @@ fn daemonset_runs_both_containers_with_least_privilege() {
             .unwrap();
         assert_eq!(command[..2], ["/usr/local/bin/headroomctl", "health"]);
     }
+    // Liveness is not readiness: a lost watch makes the Pod unready, never restarts it.
+    let service_of = |probe: &Option<k8s_openapi::api::core::v1::Probe>| {
+        let command = probe
+            .as_ref()
+            .unwrap()
+            .exec
+            .as_ref()
+            .unwrap()
+            .command
+            .clone()
+            .unwrap();
+        command
+            .iter()
+            .find_map(|a| a.strip_prefix("--service=").map(String::from))
+            .unwrap_or_default()
+    };
+    assert_eq!(service_of(&daemon.readiness_probe), "");
+    assert_eq!(
+        service_of(&daemon.liveness_probe),
+        headroomd::readiness::LIVENESS_SERVICE
+    );
+    assert_eq!(
+        service_of(&daemon.startup_probe),
+        headroomd::readiness::LIVENESS_SERVICE
+    );
     assert!(shim.readiness_probe.as_ref().unwrap().http_get.is_some());
     let port_names = |c: &k8s_openapi::api::core::v1::Container| -> Vec<String> {
         c.ports
