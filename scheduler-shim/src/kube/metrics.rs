@@ -178,7 +178,13 @@ impl Metrics {
             "counter",
             "Decisions on Deferred resizes, by outcome.",
         );
-        for (outcome, n) in self.decisions.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        // Every outcome from the start, at 0: rate() and dashboards see a series before the
+        // first decision of that kind, and a counter appearing later is not a missed increase.
+        let mut decisions = self.decisions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for outcome in crate::decide::Outcome::ALL {
+            decisions.entry(outcome.as_str()).or_insert(0);
+        }
+        for (outcome, n) in &decisions {
             lines.push(format!("{name}{{outcome=\"{outcome}\"}} {n}"));
         }
         out.push_str(&lines.join("\n"));
@@ -189,9 +195,14 @@ impl Metrics {
                         name: &str,
                         help: &str,
                         label: &str,
-                        map: &Mutex<BTreeMap<&'static str, u64>>| {
+                        map: &Mutex<BTreeMap<&'static str, u64>>,
+                        known: &[&'static str]| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (key, n) in map.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let mut map = map.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            for key in known {
+                map.entry(key).or_insert(0);
+            }
+            for (key, n) in &map {
                 let _ = writeln!(out, "{name}{{{label}=\"{key}\"}} {n}");
             }
         };
@@ -201,6 +212,7 @@ impl Metrics {
             "Pods preempted, by mode.",
             "mode",
             &self.victims,
+            &["delete", "eviction"],
         );
         push_map(
             &mut out,
@@ -208,6 +220,7 @@ impl Metrics {
             "Preemptions not made because headroomd's live headroom was stale or unreachable, by reason.",
             "reason",
             &self.blocked,
+            &["stale", "unreachable"],
         );
         push_map(
             &mut out,
@@ -215,6 +228,7 @@ impl Metrics {
             "Watch errors (retried with backoff), by resource.",
             "resource",
             &self.watch_errors,
+            &[],
         );
         let counters = [
             (
@@ -307,6 +321,11 @@ mod tests {
         let text = m.render();
         assert!(
             text.contains("headroom_shim_decisions_total{outcome=\"preempt\"} 1"),
+            "{text}"
+        );
+        // The outcomes not seen yet are there at 0 (dashboards and rate() need the series).
+        assert!(
+            text.contains("headroom_shim_decisions_total{outcome=\"deferred\"} 0"),
             "{text}"
         );
         assert!(
