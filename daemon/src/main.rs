@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "headroomd",
-    version,
+    version = headroomd::VERSION,
     about = "headroom's node daemon: probes, live node headroom, gRPC"
 )]
 struct Cli {

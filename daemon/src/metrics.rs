@@ -392,6 +392,17 @@ impl Collector for SnapshotCollector {
             )?;
         }
         self.encode_probes(&mut encoder, &s)?;
+        // The build as a constant 1 with labels, the usual way to join it onto other series.
+        let mut info = encoder.encode_descriptor(
+            "headroom_build_info",
+            "The headroomd build: version and commit.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(1).encode(info.encode_family(&[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("commit", crate::GIT_COMMIT),
+        ])?)?;
         let h = &s.node.headroom;
         let cores = |m: i64| m as f64 / 1000.0;
         for (what, r) in [
@@ -674,6 +685,12 @@ mod tests {
             r#"headroom_container_memory_working_set_bytes{namespace="ns1",pod="web",container="app"} 1024"#,
             "headroom_node_headroom_cpu_cores 4.0",
             "headroom_pipeline_dropped_total 0",
+            format!(
+                r#"headroom_build_info{{version="{}",commit="{}"}} 1"#,
+                env!("CARGO_PKG_VERSION"),
+                crate::GIT_COMMIT
+            )
+            .as_str(),
             "# EOF",
         ] {
             assert!(body.contains(line), "missing {line:?} in:\n{body}");

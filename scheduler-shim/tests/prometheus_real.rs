@@ -213,6 +213,25 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
+/// Prometheus answers `/-/ready` with 200 once its TSDB is open (503 before).
+fn prometheus_ready(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if write!(
+        s,
+        "GET /-/ready HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    raw.starts_with(b"HTTP/1.1 200")
+}
+
 /// GET `path` from Prometheus's HTTP API; the JSON body.
 fn api(addr: SocketAddr, path: &str) -> Value {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
@@ -378,7 +397,7 @@ async fn real_prometheus_scrapes_headroomd_and_the_shim() {
     // Both targets up, the Pod seen by the probes, and a few samples for every rate().
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let ready = TcpStream::connect(prom_addr).is_ok()
+        let ready = prometheus_ready(prom_addr)
             && query(prom_addr, "up == 1").len() == 2
             && !query(
                 prom_addr,
