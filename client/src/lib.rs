@@ -12,6 +12,8 @@
 pub mod connect;
 pub mod headroomd;
 pub mod kubectl;
+#[cfg(feature = "logging")]
+pub mod logging;
 
 pub use connect::{connect_tcp, connect_uds, headroom_client};
 pub use headroomd::{Headroomd, HeadroomdError, RPC_TIMEOUT};

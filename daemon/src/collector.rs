@@ -21,14 +21,39 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
-use headroom_common::{CgroupKey, EventKind};
+use headroom_common::{CgroupKey, CgroupStats, EventKind};
 use tracing::{debug, info_span, warn};
 
 use crate::{
     cgroups::{CgroupHost, CgroupIndex, files::read_cgroup_files},
     pipeline::{CgroupSample, PipelineInput, PipelineSender, ProbeCounters},
-    probes::Probes,
+    probes::{ProbeHealth, Probes},
 };
+
+/// What the probes report besides the pipeline's figures, for `/metrics` and readiness: each
+/// cgroup's cumulative map value (with the run-queue histogram, which the pipeline never
+/// carries) and the probes' own health. Published whole once per cycle; the map is the one the
+/// cycle read anyway, so publishing costs no copy.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeReport {
+    /// Whether probes are loaded at all.
+    pub loaded: bool,
+    /// Programs attached, of `programs_total`.
+    pub programs_attached: usize,
+    /// Programs the probe object has.
+    pub programs_total: usize,
+    /// The probes' own counters (ring buffer and map overflows, failed kernel reads).
+    pub health: ProbeHealth,
+    /// Why the last map read failed, if it did.
+    pub read_error: Option<String>,
+    /// When the collector last read the probes.
+    pub updated_at: Option<Instant>,
+    /// Cumulative counters per cgroup, summed over CPUs.
+    pub stats: HashMap<CgroupKey, CgroupStats>,
+}
+
+/// The newest [`ProbeReport`], shared between the collector (writer) and its readers.
+pub type ProbeReportCell = Arc<ArcSwap<ProbeReport>>;
 
 /// Tuning of the collector.
 #[derive(Clone, Debug)]
@@ -71,6 +96,7 @@ impl Collector {
         index: Arc<ArcSwap<CgroupIndex>>,
         sender: PipelineSender,
         config: CollectorConfig,
+        report: ProbeReportCell,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
@@ -92,6 +118,7 @@ impl Collector {
                     last_sent: HashMap::new(),
                     dirty: true,
                     pod_roots: config.pod_roots.clone(),
+                    report,
                 };
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
@@ -148,6 +175,7 @@ struct State {
     last_sent: HashMap<CgroupKey, ProbeCounters>,
     dirty: bool,
     pod_roots: Vec<String>,
+    report: ProbeReportCell,
 }
 
 impl State {
@@ -199,10 +227,25 @@ impl State {
         let Some(probes) = self.probes.as_mut() else {
             return;
         };
+        let (health, health_error) = match probes.health() {
+            Ok(h) => (h, None),
+            Err(e) => (self.report.load().health, Some(e.to_string())),
+        };
+        let mut report = ProbeReport {
+            loaded: true,
+            programs_attached: probes.attached(),
+            programs_total: probes.programs.len(),
+            health,
+            read_error: health_error,
+            updated_at: Some(Instant::now()),
+            stats: HashMap::new(),
+        };
         let stats = match probes.read_stats() {
             Ok(stats) => stats,
             Err(e) => {
                 warn!("cannot read probe counters: {e}");
+                report.read_error = Some(e.to_string());
+                self.report.store(Arc::new(report));
                 return;
             }
         };
@@ -222,6 +265,8 @@ impl State {
                     .extend(part.iter().map(|sample| (sample.key, sample.counters)));
             }
         }
+        report.stats = stats;
+        self.report.store(Arc::new(report));
     }
 
     fn send_cgroup_files(&self) {

@@ -13,18 +13,26 @@ pub mod node;
 pub mod observe;
 pub mod pipeline;
 pub mod probes;
+pub mod readiness;
 pub mod serve;
 pub mod server;
 
 pub use headroom_client::error_chain;
 
-/// Logs to stderr with `RUST_LOG`-style filtering (default `info`); also forwards the `log`
-/// records aya and aya-log emit.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// The commit this binary was built from (`git rev-parse --short=12 HEAD` at build time).
+pub const GIT_COMMIT: &str = env!("HEADROOM_GIT_COMMIT");
+/// What `--version` prints after the name: the crate version and the commit.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HEADROOM_GIT_COMMIT"),
+    ")"
+);
+
+pub use headroom_client::logging::LogFormat;
+
+/// Logs to stderr with `RUST_LOG`-style filtering (default `info`) in `format`, colours only on a
+/// terminal ([`headroom_client::logging`]); also forwards the `log` records aya and aya-log emit.
+pub fn init_tracing(format: LogFormat) {
+    headroom_client::logging::init(format, "info");
 }

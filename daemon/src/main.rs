@@ -5,10 +5,13 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "headroomd",
-    version,
+    version = headroomd::VERSION,
     about = "headroom's node daemon: probes, live node headroom, gRPC"
 )]
 struct Cli {
+    /// Log line format on stderr: `text` or `json` (one object per line).
+    #[arg(long, global = true, default_value_t = headroomd::LogFormat::Text, value_name = "text|json")]
+    log_format: headroomd::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -23,8 +26,9 @@ enum Command {
 }
 
 fn main() -> Result<()> {
-    headroomd::init_tracing();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    headroomd::init_tracing(cli.log_format);
+    match cli.command {
         Command::Observe(args) => headroomd::observe::run(&args),
         Command::Serve(args) => headroomd::serve::run(&args),
     }

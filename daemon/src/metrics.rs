@@ -1,14 +1,19 @@
-//! Prometheus `/metrics`, named as cAdvisor and the kubelet name them (base units, `_total`
-//! counters, `namespace`/`pod`/`container` labels), read from the newest snapshot at scrape time.
+//! Prometheus `/metrics`, read from the newest snapshot (and the probes' newest report) at scrape
+//! time.
 //!
-//! Stale gauges are left out (a scrape must not present an old reading as current); counters are
-//! cumulative and are exported with their last known value.
+//! Every name starts with `headroom_`: scraped beside the kubelet's cAdvisor, a name of cAdvisor's
+//! own (`container_*`) would be summed with it by prometheus-adapter's default rules and double
+//! `kubectl top` and HPA figures. Counters are cumulative in base units (`_seconds_total`,
+//! `_total`); rates are left to PromQL. The run-queue latency is a histogram built from the
+//! probes' own log2 buckets. Stale gauges are left out (a scrape must not present an old reading
+//! as current); counters are exported with their last known value.
 
-use std::{fmt::Write as _, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, fmt::Write as _, sync::Arc, time::Duration};
 
+use headroom_common::{CgroupStats, RUNQ_HIST_BUCKETS};
 use prometheus_client::{
     collector::Collector,
-    encoding::{DescriptorEncoder, EncodeMetric as _},
+    encoding::{DescriptorEncoder, EncodeMetric as _, NoLabelSet},
     metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
     registry::Registry,
 };
@@ -17,24 +22,158 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
-use crate::pipeline::{Figure, Pressure, PsiFigures, Snapshot, SnapshotReader};
+use crate::{
+    collector::ProbeReportCell,
+    pipeline::{CgroupOwner, Figure, PodResolver, Pressure, PsiFigures, Snapshot, SnapshotReader},
+};
 
 type Labels = [(&'static str, String); 3];
 
-/// Name, help, whether it is a counter, and how to read it from a cgroup's signals.
+/// Name (without `_total`, which the encoder adds to counters), help, whether it is a counter,
+/// and how to read it from a cgroup's signals.
 type FamilySpec = (&'static str, &'static str, bool, fn(&Pressure) -> Option<f64>);
 
-#[derive(Debug)]
-struct SnapshotCollector {
-    reader: SnapshotReaderDebug,
+/// The metric families of every cgroup (Pod and container), as `/metrics` names them. Public so
+/// that the documentation test can check docs/operations.md against it.
+pub const CONTAINER_FAMILIES: [FamilySpec; 13] = [
+    (
+        "headroom_container_cpu_usage_seconds",
+        "CPU time consumed (cpu.stat usage), seconds.",
+        true,
+        |p| total(&p.cpu_usage_seconds_total),
+    ),
+    (
+        "headroom_container_cpu_periods",
+        "CFS enforcement periods elapsed (cpu.stat nr_periods).",
+        true,
+        |p| total(&p.cpu_periods_total),
+    ),
+    (
+        "headroom_container_cpu_throttled_periods",
+        "CFS periods in which the cgroup was throttled (cpu.stat nr_throttled).",
+        true,
+        |p| total(&p.cpu_throttled_periods_total),
+    ),
+    (
+        "headroom_container_cpu_throttled_seconds",
+        "Time the cgroup was throttled (cpu.stat throttled time), seconds.",
+        true,
+        |p| total(&p.cpu_throttled_seconds_total),
+    ),
+    (
+        "headroom_container_oom_kills",
+        "OOM kills in the cgroup (probes, events and memory.events, whichever saw most).",
+        true,
+        |p| total(&p.oom_kills_total),
+    ),
+    (
+        "headroom_container_pressure_cpu_waiting_seconds",
+        "Time some tasks waited for CPU (PSI some), seconds.",
+        true,
+        |p| psi(&p.psi_cpu, false),
+    ),
+    (
+        "headroom_container_pressure_cpu_stalled_seconds",
+        "Time all tasks stalled on CPU (PSI full), seconds.",
+        true,
+        |p| psi(&p.psi_cpu, true),
+    ),
+    (
+        "headroom_container_pressure_memory_waiting_seconds",
+        "Time some tasks waited for memory (PSI some), seconds.",
+        true,
+        |p| psi(&p.psi_memory, false),
+    ),
+    (
+        "headroom_container_pressure_memory_stalled_seconds",
+        "Time all tasks stalled on memory (PSI full), seconds.",
+        true,
+        |p| psi(&p.psi_memory, true),
+    ),
+    (
+        "headroom_container_pressure_io_waiting_seconds",
+        "Time some tasks waited for I/O (PSI some), seconds.",
+        true,
+        |p| psi(&p.psi_io, false),
+    ),
+    (
+        "headroom_container_pressure_io_stalled_seconds",
+        "Time all tasks stalled on I/O (PSI full), seconds.",
+        true,
+        |p| psi(&p.psi_io, true),
+    ),
+    (
+        "headroom_container_memory_working_set_bytes",
+        "Working set (usage minus inactive file), bytes.",
+        false,
+        |p| fresh(&p.memory_working_set_bytes),
+    ),
+    (
+        "headroom_container_memory_usage_bytes",
+        "Memory usage, bytes.",
+        false,
+        |p| fresh(&p.memory_usage_bytes),
+    ),
+];
+
+/// Name (without `_total`), help, and how to read a counter from a probe-map value.
+type ProbeFamilySpec = (&'static str, &'static str, fn(&CgroupStats) -> f64);
+
+/// Families read from the probes' per-cgroup map (cumulative, summed over CPUs).
+pub const PROBE_CONTAINER_FAMILIES: [ProbeFamilySpec; 3] = [
+    (
+        "headroom_container_memory_reclaim_stall_seconds",
+        "Time tasks stalled in memcg limit reclaim and direct reclaim (probes), seconds.",
+        |s| (s.memcg_reclaim_stall_ns.saturating_add(s.direct_reclaim_stall_ns)) as f64 / 1e9,
+    ),
+    (
+        "headroom_container_cpu_throttle_episodes",
+        "Times a task was switched out because its cgroup was throttled (probes).",
+        |s| s.throttle_episodes as f64,
+    ),
+    (
+        "headroom_container_probe_throttled_seconds",
+        "Time tasks spent throttled, as the probes measure it, seconds.",
+        |s| s.throttled_ns as f64 / 1e9,
+    ),
+];
+
+/// The run-queue latency histogram's name.
+pub const RUNQ_HISTOGRAM: &str = "headroom_container_runq_latency_seconds";
+
+/// Upper bounds of the exported run-queue buckets, as exponents of 2 nanoseconds: every second
+/// log2 bucket of the kernel's 32, from 1.024 µs to 1.07 s (fewer series per container than all
+/// 32, every bound still a kernel bucket edge, so no sample is split between two buckets).
+const RUNQ_LE_EXPONENTS: [usize; 11] = [10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30];
+
+/// `(le, count in (previous le, le])` for the encoder, which accumulates them, from the kernel's
+/// buckets (`i` counts waits in `[2^i, 2^(i+1))` ns; the last one also everything longer).
+/// Returns the buckets and the total count (the `+Inf` bucket).
+fn runq_buckets(hist: &[u64; RUNQ_HIST_BUCKETS]) -> (Vec<(f64, u64)>, u64) {
+    let mut out = Vec::with_capacity(RUNQ_LE_EXPONENTS.len() + 1);
+    let mut next = 0usize;
+    let mut total = 0u64;
+    for &e in &RUNQ_LE_EXPONENTS {
+        // Waits below 2^e ns are buckets 0..e (bucket e-1 ends at 2^e).
+        let in_range: u64 = hist[next..e].iter().fold(0u64, |a, &b| a.saturating_add(b));
+        total = total.saturating_add(in_range);
+        out.push(((1u64 << e) as f64 / 1e9, in_range));
+        next = e;
+    }
+    let rest: u64 = hist[next..].iter().fold(0u64, |a, &b| a.saturating_add(b));
+    total = total.saturating_add(rest);
+    out.push((f64::INFINITY, rest));
+    (out, total)
 }
 
-/// `SnapshotReader` is not `Debug`; the collector trait wants it.
-struct SnapshotReaderDebug(SnapshotReader);
+struct SnapshotCollector {
+    reader: SnapshotReader,
+    probes: Option<(Arc<dyn PodResolver>, ProbeReportCell)>,
+}
 
-impl std::fmt::Debug for SnapshotReaderDebug {
+impl std::fmt::Debug for SnapshotCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SnapshotReader")
+        f.write_str("SnapshotCollector")
     }
 }
 
@@ -111,9 +250,121 @@ fn scalar(
     }
 }
 
+/// The probes' per-cgroup counters, added up per (namespace, pod, container) of their owners.
+fn probe_rows(
+    snapshot: &Snapshot,
+    resolver: &dyn PodResolver,
+    report: &crate::collector::ProbeReport,
+) -> BTreeMap<(String, String, String), CgroupStats> {
+    let mut rows: BTreeMap<(String, String, String), CgroupStats> = BTreeMap::new();
+    for (key, stats) in &report.stats {
+        let Some(CgroupOwner::Pod { pod, container }) = resolver.resolve(key) else {
+            continue;
+        };
+        // Only Pods the snapshot serves: a cgroup of a Pod already gone is not reported.
+        if !snapshot.pods.iter().any(|p| p.pod == pod) {
+            continue;
+        }
+        let row = rows
+            .entry((
+                pod.namespace.clone(),
+                pod.name.clone(),
+                container.unwrap_or_default(),
+            ))
+            .or_insert(CgroupStats::ZERO);
+        crate::probes::add_stats(row, stats);
+    }
+    rows
+}
+
+impl SnapshotCollector {
+    fn encode_probes(
+        &self,
+        encoder: &mut DescriptorEncoder<'_>,
+        s: &Snapshot,
+    ) -> Result<(), std::fmt::Error> {
+        let Some((resolver, cell)) = &self.probes else {
+            return Ok(());
+        };
+        let report = cell.load();
+        scalar(
+            encoder,
+            "headroom_probes_loaded",
+            "1 when the eBPF probes are loaded.",
+            false,
+            if report.loaded { 1.0 } else { 0.0 },
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_programs_attached",
+            "eBPF programs attached to their tracepoints.",
+            false,
+            report.programs_attached as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_programs",
+            "eBPF programs in the probe object (attached or not).",
+            false,
+            report.programs_total as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_events_dropped",
+            "Probe events lost because the ring buffer was full.",
+            true,
+            report.health.events_dropped as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_map_full",
+            "Counter updates lost because the per-cgroup map was full (MAX_CGROUPS).",
+            true,
+            report.health.stats_dropped as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_read_failures",
+            "Kernel reads in the probes that failed (a pointer chain broke mid-read).",
+            true,
+            report.health.read_failures as f64,
+        )?;
+        let rows = probe_rows(s, resolver.as_ref(), &report);
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let labels = |(ns, pod, c): &(String, String, String)| -> Labels {
+            [
+                ("namespace", ns.clone()),
+                ("pod", pod.clone()),
+                ("container", c.clone()),
+            ]
+        };
+        for (name, help, get) in PROBE_CONTAINER_FAMILIES {
+            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (key, stats) in &rows {
+                ConstCounter::new(get(stats)).encode(metric.encode_family(&labels(key))?)?;
+            }
+        }
+        let mut metric = encoder.encode_descriptor(
+            RUNQ_HISTOGRAM,
+            "Run-queue latency (enqueued to switched in), from the probes' log2 buckets, seconds.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (key, stats) in &rows {
+            let (buckets, count) = runq_buckets(&stats.runq_hist);
+            metric
+                .encode_family(&labels(key))?
+                .encode_histogram::<NoLabelSet>(stats.runq_total_ns as f64 / 1e9, count, &buckets, None)?;
+        }
+        Ok(())
+    }
+}
+
 impl Collector for SnapshotCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let s: Arc<Snapshot> = self.reader.0.load();
+        let s: Arc<Snapshot> = self.reader.load();
         let mut rows: Vec<(Labels, &Pressure)> = Vec::new();
         for pod in &s.pods {
             let labels = |container: &str| {
@@ -128,105 +379,7 @@ impl Collector for SnapshotCollector {
                 rows.push((labels(&c.name), &c.pressure));
             }
         }
-        let families: [FamilySpec; 16] = [
-            (
-                "container_cpu_cfs_periods",
-                "Number of elapsed enforcement period intervals.",
-                true,
-                |p| total(&p.cpu_periods_total),
-            ),
-            (
-                "container_cpu_cfs_throttled_periods",
-                "Number of throttled period intervals.",
-                true,
-                |p| total(&p.cpu_throttled_periods_total),
-            ),
-            (
-                "container_cpu_cfs_throttled_seconds",
-                "Total time duration the container has been throttled.",
-                true,
-                |p| total(&p.cpu_throttled_seconds_total),
-            ),
-            (
-                "container_oom_events",
-                "Count of out of memory events observed for the container.",
-                true,
-                |p| total(&p.oom_kills_total),
-            ),
-            (
-                "container_pressure_cpu_waiting_seconds",
-                "Total time tasks waited for CPU (PSI some).",
-                true,
-                |p| psi(&p.psi_cpu, false),
-            ),
-            (
-                "container_pressure_cpu_stalled_seconds",
-                "Total time all tasks stalled on CPU (PSI full).",
-                true,
-                |p| psi(&p.psi_cpu, true),
-            ),
-            (
-                "container_pressure_memory_waiting_seconds",
-                "Total time tasks waited for memory (PSI some).",
-                true,
-                |p| psi(&p.psi_memory, false),
-            ),
-            (
-                "container_pressure_memory_stalled_seconds",
-                "Total time all tasks stalled on memory (PSI full).",
-                true,
-                |p| psi(&p.psi_memory, true),
-            ),
-            (
-                "container_pressure_io_waiting_seconds",
-                "Total time tasks waited for I/O (PSI some).",
-                true,
-                |p| psi(&p.psi_io, false),
-            ),
-            (
-                "container_pressure_io_stalled_seconds",
-                "Total time all tasks stalled on I/O (PSI full).",
-                true,
-                |p| psi(&p.psi_io, true),
-            ),
-            (
-                "container_memory_working_set_bytes",
-                "Current working set in bytes.",
-                false,
-                |p| fresh(&p.memory_working_set_bytes),
-            ),
-            (
-                "container_memory_usage_bytes",
-                "Current memory usage in bytes.",
-                false,
-                |p| fresh(&p.memory_usage_bytes),
-            ),
-            (
-                "headroom_container_cpu_usage_cores",
-                "CPU usage over the last interval, cores.",
-                false,
-                |p| fresh(&p.cpu_usage_cores),
-            ),
-            (
-                "headroom_container_cpu_throttled_ratio",
-                "Throttled periods / periods over the last interval.",
-                false,
-                |p| fresh(&p.cpu_throttled_ratio),
-            ),
-            (
-                "headroom_container_memory_reclaim_stall_seconds_per_second",
-                "Seconds spent in memcg and direct reclaim per second (probes).",
-                false,
-                |p| fresh(&p.memory_reclaim_stall_seconds_per_second),
-            ),
-            (
-                "headroom_container_runq_latency_mean_seconds",
-                "Mean run-queue latency over the last interval (probes).",
-                false,
-                |p| fresh(&p.runq_latency_mean_seconds),
-            ),
-        ];
-        for (name, help, counter, get) in families {
+        for (name, help, counter, get) in CONTAINER_FAMILIES {
             encode_family(
                 &mut encoder,
                 &Family {
@@ -238,6 +391,18 @@ impl Collector for SnapshotCollector {
                 },
             )?;
         }
+        self.encode_probes(&mut encoder, &s)?;
+        // The build as a constant 1 with labels, the usual way to join it onto other series.
+        let mut info = encoder.encode_descriptor(
+            "headroom_build_info",
+            "The headroomd build: version and commit.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(1).encode(info.encode_family(&[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("commit", crate::GIT_COMMIT),
+        ])?)?;
         let h = &s.node.headroom;
         let cores = |m: i64| m as f64 / 1000.0;
         for (what, r) in [
@@ -265,6 +430,13 @@ impl Collector for SnapshotCollector {
         }
         scalar(
             &mut encoder,
+            "headroom_node_stale",
+            "1 while the node figures are older than the staleness bound (the Pod source is down).",
+            false,
+            if s.node.stale { 1.0 } else { 0.0 },
+        )?;
+        scalar(
+            &mut encoder,
             "headroom_reservations",
             "Live reservations.",
             false,
@@ -275,7 +447,7 @@ impl Collector for SnapshotCollector {
             "headroom_pipeline_dropped",
             "Records dropped because the pipeline queue was full.",
             true,
-            self.reader.0.dropped() as f64,
+            self.reader.dropped() as f64,
         )?;
         scalar(
             &mut encoder,
@@ -309,10 +481,25 @@ pub struct Metrics {
 impl Metrics {
     /// Metrics read from `reader` at scrape time.
     pub fn new(reader: SnapshotReader) -> Self {
+        Self::build(SnapshotCollector { reader, probes: None })
+    }
+
+    /// Metrics read from `reader`, plus the probes' health and per-cgroup counters (run-queue
+    /// histogram, reclaim stalls), each cgroup attributed through `resolver`.
+    pub fn with_probes(
+        reader: SnapshotReader,
+        resolver: Arc<dyn PodResolver>,
+        report: ProbeReportCell,
+    ) -> Self {
+        Self::build(SnapshotCollector {
+            reader,
+            probes: Some((resolver, report)),
+        })
+    }
+
+    fn build(collector: SnapshotCollector) -> Self {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(SnapshotCollector {
-            reader: SnapshotReaderDebug(reader),
-        }));
+        registry.register_collector(Box::new(collector));
         Self { registry }
     }
 
@@ -430,16 +617,14 @@ mod tests {
 
     use super::*;
     use crate::pipeline::{
-        self, CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig, PodRef,
-        StaticPodResolver,
+        self, CgroupFiles, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig, PodRef, StaticPodResolver,
     };
 
-    #[tokio::test]
-    async fn cadvisor_names_and_labels_over_http() {
+    fn pipeline_with(key: CgroupKey) -> (pipeline::PipelineHandle, SnapshotReader, Arc<StaticPodResolver>) {
         let resolver = Arc::new(StaticPodResolver::new());
         let pod = PodRef::new("ns1", "web", "u1");
         resolver.insert(
-            CgroupKey::new(0, 5),
+            key,
             CgroupOwner::Pod {
                 pod,
                 container: Some("app".into()),
@@ -450,13 +635,35 @@ mod tests {
                 allocatable: Resources::new(4000, 8 << 30),
                 ..PipelineConfig::default()
             },
-            resolver,
+            resolver.clone(),
             Arc::new(InMemoryPodSource::default()),
         )
         .unwrap();
-        let mut f = CgroupFiles::new(CgroupKey::new(0, 5), Instant::now());
+        (handle, reader, resolver)
+    }
+
+    async fn scrape(metrics: Metrics) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, Arc::new(metrics)));
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).await.unwrap();
+        server.abort();
+        assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+        body
+    }
+
+    #[tokio::test]
+    async fn own_prefix_counters_and_labels_over_http() {
+        let key = CgroupKey::new(0, 5);
+        let (handle, reader, _) = pipeline_with(key);
+        let mut f = CgroupFiles::new(key, Instant::now());
         f.cpu = Some(CpuStat {
-            usage_ns: 1,
+            usage_ns: 2_500_000_000,
             nr_periods: 10,
             nr_throttled: 3,
             throttled_ns: 1_500_000_000,
@@ -469,27 +676,115 @@ mod tests {
         while reader.load().stats.processed_total < 1 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Metrics::new(reader))));
-        let mut s = TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).await.unwrap();
-        server.abort();
-        assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+        let body = scrape(Metrics::new(reader)).await;
         for line in [
-            r#"container_cpu_cfs_periods_total{namespace="ns1",pod="web",container="app"} 10"#,
-            r#"container_cpu_cfs_throttled_periods_total{namespace="ns1",pod="web",container="app"} 3"#,
-            r#"container_cpu_cfs_throttled_seconds_total{namespace="ns1",pod="web",container="app"} 1.5"#,
-            r#"container_memory_working_set_bytes{namespace="ns1",pod="web",container="app"} 1024"#,
+            r#"headroom_container_cpu_usage_seconds_total{namespace="ns1",pod="web",container="app"} 2.5"#,
+            r#"headroom_container_cpu_periods_total{namespace="ns1",pod="web",container="app"} 10"#,
+            r#"headroom_container_cpu_throttled_periods_total{namespace="ns1",pod="web",container="app"} 3"#,
+            r#"headroom_container_cpu_throttled_seconds_total{namespace="ns1",pod="web",container="app"} 1.5"#,
+            r#"headroom_container_memory_working_set_bytes{namespace="ns1",pod="web",container="app"} 1024"#,
             "headroom_node_headroom_cpu_cores 4.0",
             "headroom_pipeline_dropped_total 0",
+            format!(
+                r#"headroom_build_info{{version="{}",commit="{}"}} 1"#,
+                env!("CARGO_PKG_VERSION"),
+                crate::GIT_COMMIT
+            )
+            .as_str(),
             "# EOF",
         ] {
             assert!(body.contains(line), "missing {line:?} in:\n{body}");
+        }
+        // Every sample carries the project's prefix (none collides with cAdvisor's), and no
+        // pre-computed rate is exported.
+        for line in body
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("HTTP") && l.contains(' '))
+        {
+            if line.contains(':') && !line.contains('{') {
+                continue; // HTTP headers
+            }
+            assert!(line.starts_with("headroom_"), "foreign name: {line}");
+            assert!(
+                !line.contains("per_second") && !line.contains("_ratio") && !line.contains("_cores{"),
+                "a rate: {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn runq_buckets_follow_the_kernel_log2_edges() {
+        let mut hist = [0u64; RUNQ_HIST_BUCKETS];
+        hist[0] = 1; // [1, 2) ns
+        hist[9] = 2; // [512, 1024) ns: below 1.024 µs
+        hist[10] = 4; // [1024, 2048) ns: le=4.096 µs
+        hist[19] = 8; // [2^19, 2^20) ns: le=2^20 ns
+        hist[31] = 16; // >= 2^31 ns: +Inf only
+        let (buckets, count) = runq_buckets(&hist);
+        assert_eq!(count, 31);
+        assert_eq!(buckets.len(), RUNQ_LE_EXPONENTS.len() + 1);
+        assert_eq!(buckets[0], (1024e-9, 3));
+        assert_eq!(buckets[1], (4096e-9, 4));
+        assert_eq!(buckets[5], ((1u64 << 20) as f64 / 1e9, 8));
+        assert_eq!(buckets.last().copied(), Some((f64::INFINITY, 16)));
+        assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), count);
+    }
+
+    #[tokio::test]
+    async fn runq_histogram_and_probe_health_from_the_probe_report() {
+        use crate::collector::ProbeReport;
+        let key = CgroupKey::new(0, 7);
+        let (handle, reader, resolver) = pipeline_with(key);
+        // The snapshot serves the Pod once any reading of it arrived.
+        let mut f = CgroupFiles::new(key, Instant::now());
+        f.memory = Some(MemoryStat {
+            usage_bytes: 1,
+            working_set_bytes: 1,
+        });
+        handle.sender().send(f.into()).unwrap();
+        while reader.load().pods.is_empty() {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let mut stats = CgroupStats::ZERO;
+        stats.runq_hist[12] = 5; // [4096, 8192) ns
+        stats.runq_hist[25] = 1; // ~33 ms
+        stats.runq_count = 6;
+        stats.runq_total_ns = 40_000_000;
+        stats.memcg_reclaim_stall_ns = 1_000_000_000;
+        stats.direct_reclaim_stall_ns = 500_000_000;
+        let report = ProbeReport {
+            loaded: true,
+            programs_attached: 6,
+            programs_total: 7,
+            health: crate::probes::ProbeHealth {
+                events_dropped: 3,
+                stats_dropped: 2,
+                read_failures: 1,
+            },
+            read_error: None,
+            updated_at: Some(Instant::now()),
+            stats: [(key, stats)].into_iter().collect(),
+        };
+        let cell = Arc::new(arc_swap::ArcSwap::from_pointee(report));
+        let body = scrape(Metrics::with_probes(reader, resolver, cell)).await;
+        let l = r#"namespace="ns1",pod="web",container="app""#;
+        for line in [
+            "# TYPE headroom_container_runq_latency_seconds histogram".to_string(),
+            format!(r#"headroom_container_runq_latency_seconds_bucket{{le="0.000004096",{l}}} 0"#),
+            format!(r#"headroom_container_runq_latency_seconds_bucket{{le="0.000016384",{l}}} 5"#),
+            format!(r#"headroom_container_runq_latency_seconds_bucket{{le="0.067108864",{l}}} 6"#),
+            format!(r#"headroom_container_runq_latency_seconds_bucket{{le="+Inf",{l}}} 6"#),
+            format!(r#"headroom_container_runq_latency_seconds_count{{{l}}} 6"#),
+            format!(r#"headroom_container_runq_latency_seconds_sum{{{l}}} 0.04"#),
+            format!(r#"headroom_container_memory_reclaim_stall_seconds_total{{{l}}} 1.5"#),
+            "headroom_probe_events_dropped_total 3".to_string(),
+            "headroom_probe_map_full_total 2".to_string(),
+            "headroom_probe_read_failures_total 1".to_string(),
+            "headroom_probe_programs_attached 6".to_string(),
+            "headroom_probe_programs 7".to_string(),
+            "headroom_probes_loaded 1".to_string(),
+        ] {
+            assert!(body.contains(&line), "missing {line:?} in:\n{body}");
         }
     }
 }

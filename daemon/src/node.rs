@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use crate::{
     actuation::CgroupActuator,
     cgroups::{CgroupHost, CgroupIndex, CgroupfsResolver},
-    collector::{Collector, CollectorConfig},
+    collector::{Collector, CollectorConfig, ProbeReport, ProbeReportCell},
     config::Config,
     metrics::{self, Metrics},
     observe::ensure_tracefs,
@@ -25,8 +25,12 @@ use crate::{
         SnapshotReader,
     },
     probes::{ProbeOptions, Probes},
+    readiness::{self, ReadinessInputs},
     server::{self, ResizeActuator, ServerHandle, UnavailableActuator},
 };
+
+/// How often readiness and liveness are re-evaluated.
+const READINESS_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether the probes must load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -189,7 +193,16 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         pod_source: options.pod_source.clone(),
         actuator: actuator.clone(),
     };
-    let daemon = Daemon::start(&options.config, components).await?;
+    // Loaded probes are unready until the collector has read them once.
+    let report: ProbeReportCell = Arc::new(ArcSwap::from_pointee(ProbeReport {
+        loaded: probes.is_some(),
+        ..ProbeReport::default()
+    }));
+    let probed = ProbeSide {
+        report: report.clone(),
+        skipped: probes_missing.clone(),
+    };
+    let daemon = Daemon::start_with(&options.config, components, Some(probed)).await?;
     let collector = Collector::spawn(
         probes,
         host,
@@ -199,6 +212,7 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
             pod_roots,
             ..options.collector.clone()
         },
+        report,
     )
     .context("start the collector")?;
     Ok(Node {
@@ -259,6 +273,15 @@ impl Default for Components {
     }
 }
 
+/// The probes as the daemon's metrics and readiness see them.
+#[derive(Clone)]
+pub struct ProbeSide {
+    /// The collector's newest report.
+    pub report: ProbeReportCell,
+    /// Why the probes are not loaded, when that was allowed (`--probes off` or `if-available`).
+    pub skipped: Option<String>,
+}
+
 /// A running daemon (inside a Tokio runtime).
 pub struct Daemon {
     /// The pipeline (feed it through `pipeline.sender()`).
@@ -269,12 +292,25 @@ pub struct Daemon {
     pub server: ServerHandle,
     /// The `/metrics` task and its bound address.
     pub metrics: Option<(std::net::SocketAddr, tokio::task::JoinHandle<()>)>,
+    /// Keeps grpc health's readiness and liveness current ([`crate::readiness`]).
+    pub readiness: tokio::task::JoinHandle<()>,
 }
 
 impl Daemon {
-    /// Starts pipeline, gRPC server and `/metrics`.
+    /// Starts pipeline, gRPC server and `/metrics`, without probes.
     pub async fn start(config: &Config, components: Components) -> anyhow::Result<Daemon> {
+        Self::start_with(config, components, None).await
+    }
+
+    /// [`Daemon::start`], with the probes' report for `/metrics` and readiness.
+    pub async fn start_with(
+        config: &Config,
+        components: Components,
+        probes: Option<ProbeSide>,
+    ) -> anyhow::Result<Daemon> {
         preflight(config)?;
+        let resolver = components.resolver.clone();
+        let pod_source = components.pod_source.clone();
         let (pipeline, reader) = spawn_pipeline(config, components.resolver, components.pod_source)
             .context("start the pipeline aggregator")?;
         let server = server::serve(
@@ -293,20 +329,37 @@ impl Daemon {
                     .await
                     .with_context(|| format!("bind /metrics on {addr}"))?;
                 let bound = listener.local_addr()?;
-                let task = tokio::spawn(metrics::serve(listener, Arc::new(Metrics::new(reader.clone()))));
+                let m = match &probes {
+                    Some(p) => Metrics::with_probes(reader.clone(), resolver, p.report.clone()),
+                    None => Metrics::new(reader.clone()),
+                };
+                let task = tokio::spawn(metrics::serve(listener, Arc::new(m)));
                 Some((bound, task))
             }
         };
+        let readiness = readiness::spawn(
+            server.health().clone(),
+            ReadinessInputs {
+                reader: reader.clone(),
+                pod_source,
+                probes: probes.as_ref().map(|p| p.report.clone()),
+                probes_skipped: probes.and_then(|p| p.skipped),
+            },
+            READINESS_PERIOD,
+        )
+        .await;
         Ok(Daemon {
             pipeline,
             reader,
             server,
             metrics,
+            readiness,
         })
     }
 
     /// Stops everything.
     pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.readiness.abort();
         if let Some((_, task)) = self.metrics {
             task.abort();
         }

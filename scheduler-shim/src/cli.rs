@@ -24,6 +24,9 @@ use serde::Serialize;
     about = "Preemption for Deferred in-place Pod resizes on one node"
 )]
 pub struct Cli {
+    /// Log line format on stderr: `text` or `json` (one object per line).
+    #[arg(long, global = true, default_value_t = headroom_client::logging::LogFormat::Text, value_name = "text|json")]
+    pub log_format: headroom_client::logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }

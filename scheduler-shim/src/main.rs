@@ -5,11 +5,8 @@ mod cli;
 use clap::Parser;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HEADROOM_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
-    cli::run(cli::Cli::parse())
+    let cli = cli::Cli::parse();
+    // RUST_LOG (what the manifests set), then HEADROOM_LOG, then warn.
+    headroom_client::logging::init(cli.log_format, "warn");
+    cli::run(cli)
 }

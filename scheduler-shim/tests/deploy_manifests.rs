@@ -1,17 +1,17 @@
 //! Every manifest under deploy/kubernetes parses into the k8s-openapi `v1_37` types, loses no field
 //! in a round trip (k8s-openapi ignores unknown fields, so a misspelt field would otherwise pass
-//! silently), and the DaemonSet is what the docs say it is. The Helm chart is rendered with
-//! `helm template` by an ignored test (its reason is printed on every run: no Helm binary can be
-//! installed here) that runs with `--include-ignored` where Helm exists; meanwhile the chart is
-//! checked statically (every `.Values` path a template uses exists in values.yaml and the other
-//! way round).
+//! silently), and the DaemonSet is what the docs say it is. The Helm chart is checked with the
+//! real Helm (`helm lint --strict`, `helm template`, its values schema), built from its Go module by
+//! `cargo xtask build-helm`, and its rendered objects pass `kubectl apply --dry-run=server`
+//! against a real kube-apiserver; it is also checked statically (every `.Values` path a template
+//! uses exists in values.yaml and the other way round).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
@@ -74,6 +74,7 @@ fn check_document(doc: &Value) -> Result<String, String> {
         ("v1", "Namespace") => round_trip::<Namespace>(doc),
         ("v1", "ServiceAccount") => round_trip::<ServiceAccount>(doc),
         ("v1", "Service") => round_trip::<Service>(doc),
+        ("v1", "ConfigMap") => round_trip::<ConfigMap>(doc),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => round_trip::<ClusterRole>(doc),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => round_trip::<ClusterRoleBinding>(doc),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(doc),
@@ -119,7 +120,6 @@ fn every_manifest_parses_into_v1_37_types_without_losing_a_field() {
         "ClusterRoleBinding",
         "DaemonSet",
         "Namespace",
-        "PriorityClass",
         "Service",
         "ServiceAccount",
     ]
@@ -153,8 +153,17 @@ fn daemonset_runs_both_containers_with_least_privilege() {
     assert_eq!(names, ["headroomd", "headroom-shim"]);
     assert_eq!(pod.host_pid, Some(false));
     assert_eq!(pod.host_network, Some(false));
-    let pc: PriorityClass = typed("PriorityClass");
-    assert_eq!(pod.priority_class_name, pc.metadata.name);
+    // The kubelet never evicts system-node-critical Pods (a user-defined class, even at 1e9, is
+    // evicted under node pressure); no PriorityClass of headroom's own is shipped.
+    assert_eq!(pod.priority_class_name.as_deref(), Some("system-node-critical"));
+    for container in &pod.containers {
+        assert_eq!(
+            container.termination_message_policy.as_deref(),
+            Some("FallbackToLogsOnError"),
+            "{}: a refusal at start must show in kubectl describe pod",
+            container.name
+        );
+    }
     let sa: ServiceAccount = typed("ServiceAccount");
     assert_eq!(pod.service_account_name, sa.metadata.name);
     assert_eq!(
@@ -277,6 +286,31 @@ fn daemonset_runs_both_containers_with_least_privilege() {
             .unwrap();
         assert_eq!(command[..2], ["/usr/local/bin/headroomctl", "health"]);
     }
+    // Liveness is not readiness: a lost watch makes the Pod unready, never restarts it.
+    let service_of = |probe: &Option<k8s_openapi::api::core::v1::Probe>| {
+        let command = probe
+            .as_ref()
+            .unwrap()
+            .exec
+            .as_ref()
+            .unwrap()
+            .command
+            .clone()
+            .unwrap();
+        command
+            .iter()
+            .find_map(|a| a.strip_prefix("--service=").map(String::from))
+            .unwrap_or_default()
+    };
+    assert_eq!(service_of(&daemon.readiness_probe), "");
+    assert_eq!(
+        service_of(&daemon.liveness_probe),
+        headroomd::readiness::LIVENESS_SERVICE
+    );
+    assert_eq!(
+        service_of(&daemon.startup_probe),
+        headroomd::readiness::LIVENESS_SERVICE
+    );
     assert!(shim.readiness_probe.as_ref().unwrap().http_get.is_some());
     let port_names = |c: &k8s_openapi::api::core::v1::Container| -> Vec<String> {
         c.ports
@@ -303,45 +337,321 @@ fn daemonset_runs_both_containers_with_least_privilege() {
 
 // === Helm ===
 
-fn helm_binary() -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join("helm"))
-        .find(|p| p.is_file())
+/// The Helm that `cargo xtask test` builds from its Go module (`k8s/helm/`): `HEADROOM_HELM`, else
+/// where xtask puts it. Missing is a failure, never a skip.
+fn helm_binary() -> PathBuf {
+    let path = std::env::var_os("HEADROOM_HELM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| deploy_dir().join("../target/helm/v3.22.0/helm"));
+    assert!(
+        path.is_file(),
+        "no helm at {} (run `cargo xtask build-helm`, or set HEADROOM_HELM)",
+        path.display()
+    );
+    path
 }
 
-/// Ignored by default, so that `cargo test` prints the reason on every run: Helm is not packaged in
-/// Debian, on crates.io, PyPI (as a binary) or npm, the only registries these machines reach (see
-/// deploy/helm/headroom/README.md). Where Helm is installed: `cargo test -p headroom-shim --test
-/// deploy_manifests -- --include-ignored`. Without Helm the chart is still checked statically
-/// (`helm_values_and_templates_agree`, and `deploy_rbac.rs` for its RBAC rules).
-#[test]
-#[ignore = "needs a `helm` binary, which no registry reachable here provides; the plain YAML is the tested source"]
-fn helm_chart_renders_the_same_objects() {
-    let chart = deploy_dir().join("helm/headroom");
-    let helm = helm_binary().expect("no `helm` binary on PATH: `helm template` cannot run here");
-    let out = std::process::Command::new(helm)
-        .args(["template", "headroom"])
-        .arg(&chart)
-        .args(["--namespace", "headroom-system", "--set", "namespace.create=true"])
+fn helm(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(helm_binary())
+        .args(args)
+        .env(
+            "HELM_CACHE_HOME",
+            std::env::temp_dir().join("headroom-helm-cache"),
+        )
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("headroom-helm-config"),
+        )
+        .env("HELM_DATA_HOME", std::env::temp_dir().join("headroom-helm-data"))
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `helm template` of the chart with `extra` flags; the rendered YAML text.
+fn render(extra: &[&str]) -> String {
+    let chart = deploy_dir().join("helm/headroom");
+    let mut args = vec![
+        "template",
+        "headroom",
+        chart.to_str().unwrap(),
+        "--namespace",
+        "headroom-system",
+        "--kube-version",
+        "v1.37.2",
+    ];
+    args.extend_from_slice(extra);
+    let out = helm(&args);
     assert!(
         out.status.success(),
-        "helm template: {}",
+        "helm template {extra:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rendered = documents(&String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn helm_lint_passes_strict() {
+    let chart = deploy_dir().join("helm/headroom");
+    let out = helm(&[
+        "lint",
+        "--strict",
+        "--kube-version",
+        "v1.37.2",
+        chart.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "helm lint: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_values_schema_refuses_a_typo() {
+    let chart = deploy_dir().join("helm/headroom");
+    for (set, names) in [
+        ("shim.dryrun=true", "dryrun"),
+        ("serviceMonitor.enable=true", "enable"),
+        ("tolerations=foo", "tolerations"),
+        ("shim.preemption=evict", "preemption"),
+    ] {
+        let out = helm(&[
+            "template",
+            "x",
+            chart.to_str().unwrap(),
+            "--kube-version",
+            "v1.37.2",
+            "--set",
+            set,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--set {set} must be refused");
+        assert!(stderr.contains(names), "--set {set}: {stderr}");
+    }
+}
+
+#[test]
+fn helm_chart_renders_the_same_objects() {
+    let rendered = documents(&render(&["--set", "namespace.create=true"]));
     let mut kinds = BTreeSet::new();
     for doc in &rendered {
         kinds.insert(check_document(doc).unwrap_or_else(|e| panic!("rendered {}: {e}", doc["kind"])));
     }
-    let plain: BTreeSet<String> = plain_manifests()
+    let mut plain: BTreeSet<String> = plain_manifests()
         .iter()
         .map(|(_, d)| d["kind"].as_str().unwrap().to_string())
         .collect();
+    // The dashboard ConfigMap is the chart's own (the plain manifests have no Grafana).
+    plain.insert("ConfigMap".into());
     assert_eq!(kinds, plain);
+    let ds: DaemonSet = serde_json::from_value(
+        rendered
+            .iter()
+            .find(|d| d["kind"] == "DaemonSet")
+            .unwrap()
+            .clone(),
+    )
+    .unwrap();
+    let plain_ds: DaemonSet = typed("DaemonSet");
+    let (pod, plain_pod) = (
+        ds.spec.template.spec.as_ref().unwrap(),
+        plain_ds.spec.template.spec.as_ref().unwrap(),
+    );
+    assert_eq!(pod.priority_class_name, plain_pod.priority_class_name);
+    assert_eq!(ds.spec.update_strategy, plain_ds.spec.update_strategy);
+    for (c, p) in pod.containers.iter().zip(&plain_pod.containers) {
+        assert_eq!(c.args, p.args, "{}", c.name);
+        assert_eq!(c.liveness_probe, p.liveness_probe, "{}", c.name);
+        assert_eq!(c.readiness_probe, p.readiness_probe, "{}", c.name);
+        assert_eq!(
+            c.termination_message_policy, p.termination_message_policy,
+            "{}",
+            c.name
+        );
+    }
+}
+
+fn daemonset_of(text: &str) -> DaemonSet {
+    serde_json::from_value(
+        documents(text)
+            .into_iter()
+            .find(|d| d["kind"] == "DaemonSet")
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn helm_config_affinity_annotations_volumes_strategy_and_relabelings() {
+    let values = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        values.path(),
+        r#"
+config: |
+  [server]
+  socket_mode = "0600"
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: example.com/pool, operator: In, values: [batch]}]
+podAnnotations: {example.com/team: platform}
+extraVolumes: [{name: tls, secret: {secretName: headroom-tls}}]
+headroomd:
+  extraVolumeMounts: [{name: tls, mountPath: /etc/headroom/tls, readOnly: true}]
+updateStrategy: {type: OnDelete}
+serviceMonitor:
+  enabled: true
+  metricRelabelings: [{action: labeldrop, regex: container_id}]
+"#,
+    )
+    .unwrap();
+    let text = render(&["-f", values.path().to_str().unwrap()]);
+    let docs = documents(&text);
+    let config = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == "headroom-config")
+        .expect("config renders a ConfigMap");
+    assert!(
+        config["data"]["headroomd.toml"]
+            .as_str()
+            .unwrap()
+            .contains("socket_mode = \"0600\"")
+    );
+    let ds = daemonset_of(&text);
+    let template = &ds.spec.template;
+    let annotations = template.metadata.as_ref().unwrap().annotations.clone().unwrap();
+    let checksum = annotations
+        .get("checksum/config")
+        .expect("checksum/config")
+        .clone();
+    assert_eq!(
+        annotations.get("example.com/team").map(String::as_str),
+        Some("platform")
+    );
+    let pod = template.spec.as_ref().unwrap();
+    assert!(pod.affinity.as_ref().unwrap().node_affinity.is_some());
+    let volumes: Vec<&str> = pod
+        .volumes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert!(
+        volumes.contains(&"tls") && volumes.contains(&"config"),
+        "{volumes:?}"
+    );
+    let daemon = &pod.containers[0];
+    assert!(
+        daemon
+            .args
+            .as_ref()
+            .unwrap()
+            .contains(&"--config=/etc/headroom/headroomd.toml".to_string())
+    );
+    let mounts: Vec<&str> = daemon
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    assert!(
+        mounts.contains(&"/etc/headroom/tls") && mounts.contains(&"/etc/headroom"),
+        "{mounts:?}"
+    );
+    assert_eq!(
+        ds.spec.update_strategy.as_ref().unwrap().type_.as_deref(),
+        Some("OnDelete")
+    );
+    let sm = docs.iter().find(|d| d["kind"] == "ServiceMonitor").unwrap();
+    for endpoint in sm["spec"]["endpoints"].as_array().unwrap() {
+        assert_eq!(endpoint["relabelings"][0]["targetLabel"], "node", "{endpoint}");
+        assert_eq!(
+            endpoint["metricRelabelings"][0]["action"], "labeldrop",
+            "{endpoint}"
+        );
+    }
+    // Another config, another checksum: the Pods roll.
+    let changed = render(&[
+        "-f",
+        values.path().to_str().unwrap(),
+        "--set-string",
+        "config=[server]\nsocket_mode = \"0660\"",
+    ]);
+    let other = daemonset_of(&changed)
+        .spec
+        .template
+        .metadata
+        .unwrap()
+        .annotations
+        .unwrap()["checksum/config"]
+        .clone();
+    assert_ne!(checksum, other);
+    // No config: no ConfigMap, no flag, no checksum.
+    let bare = daemonset_of(&render(&[]));
+    let t = bare.spec.template;
+    assert!(
+        !t.metadata
+            .unwrap()
+            .annotations
+            .unwrap()
+            .contains_key("checksum/config")
+    );
+    assert!(
+        !t.spec.unwrap().containers[0]
+            .args
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|a| a.starts_with("--config"))
+    );
+}
+
+/// The rendered chart is accepted by a real kube-apiserver v1.37.2 (`kubectl apply
+/// --dry-run=server`: admission, validation and defaulting, nothing stored). The Namespace is
+/// created for real first (a dry-run Namespace does not exist for the objects in it). The
+/// ServiceMonitor and PrometheusRule are left out: their CRDs are not part of Kubernetes.
+#[test]
+fn rendered_chart_passes_server_side_dry_run() {
+    let plane = headroom_testkit::ControlPlane::start(headroom_testkit::ControlPlaneOptions::default())
+        .unwrap_or_else(|e| panic!("the real control plane must start: {e}"));
+    let ns = deploy_dir().join("kubernetes/namespace.yaml");
+    plane.kubectl_ok(&["apply", "-f", ns.to_str().unwrap()]).unwrap();
+    let values = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        values.path(),
+        "config: |\n  [server]\n  socket_mode = \"0600\"\nextraVolumes: [{name: tls, secret: {secretName: headroom-tls}}]\n",
+    )
+    .unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        render(&[
+            "--set",
+            "namespace.create=true",
+            "-f",
+            values.path().to_str().unwrap(),
+        ]),
+    )
+    .unwrap();
+    let out = plane
+        .kubectl_ok(&["apply", "--dry-run=server", "-f", file.path().to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("kubectl apply --dry-run=server: {e}"));
+    for object in [
+        "daemonset.apps/headroom",
+        "configmap/headroom-config",
+        "configmap/headroom-dashboard",
+        "clusterrole.rbac.authorization.k8s.io/headroom-shim",
+        "service/headroom-metrics",
+    ] {
+        assert!(
+            out.contains(object) && out.contains("(server dry run)"),
+            "{object} missing in:\n{out}"
+        );
+    }
 }
 
 /// `.Values.a.b.c` paths used by the templates.

@@ -3,6 +3,7 @@
 //! Every step is idempotent and prints one progress line (`xtask: …`), so a second run on a
 //! set-up machine is fast and says what it skipped.
 mod fuzz;
+mod helm;
 mod k8s;
 mod lint;
 mod setup;
@@ -34,6 +35,8 @@ enum Task {
     /// Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
     /// their Go modules (`k8s/`) into target/k8s/<version>/, once per version.
     BuildK8s,
+    /// Build Helm from its Go module (`k8s/helm/`) into target/helm/<version>/, once per version.
+    BuildHelm,
     /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
     Demo {
         /// Extra arguments for the demo.
@@ -91,6 +94,7 @@ fn main() -> Result<()> {
         Task::Setup => setup::install_missing(),
         Task::BuildEbpf => build_ebpf(&root).map(drop),
         Task::BuildK8s => k8s::build(&root).map(drop),
+        Task::BuildHelm => helm::build(&root).map(drop),
         Task::Build => {
             setup::install_missing()?;
             build_ebpf(&root)?;
@@ -158,19 +162,24 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     }
     // The real control plane the Kubernetes tests start (built once per version).
     let k8s_bin = k8s::build(root)?;
+    // The chart tests' helm (helm lint, helm template; built once per version).
+    let helm_bin = helm::build(root)?;
     if !no_lint {
         progress("lint: gofmt -l && go vet ./... (k8s/)");
         k8s::lint(root)?;
     }
     let mut test = Command::new("cargo");
-    test.current_dir(root).env("HEADROOM_K8S_BIN", &k8s_bin).args([
-        "test",
-        "--workspace",
-        // Every failing test binary is reported, not only the first.
-        "--no-fail-fast",
-        "--",
-        "--test-threads=1",
-    ]);
+    test.current_dir(root)
+        .env("HEADROOM_K8S_BIN", &k8s_bin)
+        .env("HEADROOM_HELM", &helm_bin)
+        .args([
+            "test",
+            "--workspace",
+            // Every failing test binary is reported, not only the first.
+            "--no-fail-fast",
+            "--",
+            "--test-threads=1",
+        ]);
     if is_root() {
         // On these machines the privileged tests must run: a skip becomes a failure.
         test.env("HEADROOM_REQUIRE_PRIVILEGED", "1");

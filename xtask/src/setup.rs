@@ -16,6 +16,10 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("hackbench", "rt-tests"),
     ("bpftool", "bpftool"),
     ("busybox", "busybox-static"),
+    // A real Prometheus scrapes a real headroomd, and promtool checks and unit-tests the alerts
+    // (daemon/tests/prometheus_real.rs). Debian's package ships both.
+    ("prometheus", "prometheus"),
+    ("promtool", "prometheus"),
 ];
 
 /// bpf-linker version known to build against rustc 1.95's LLVM 22.
@@ -129,7 +133,9 @@ fn debian_packages() -> Result<()> {
         .map(|(_, package)| *package)
         .collect();
     if missing.is_empty() {
-        progress("setup: Debian packages present (runc, stress-ng, rt-tests, bpftool, busybox-static)");
+        progress(
+            "setup: Debian packages present (runc, stress-ng, rt-tests, bpftool, busybox-static, prometheus)",
+        );
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {

@@ -441,6 +441,7 @@ impl Aggregator {
         let dt = prev.map(|p| files.at.duration_since(p.at).as_secs_f64());
         let p = &mut state.pressure;
         if let Some(cpu) = files.cpu {
+            p.cpu_usage_seconds_total = fig(cpu.usage_ns as f64 / 1e9);
             p.cpu_periods_total = fig(cpu.nr_periods as f64);
             p.cpu_throttled_periods_total = fig(cpu.nr_throttled as f64);
             p.cpu_throttled_seconds_total = fig(cpu.throttled_ns as f64 / 1e9);
@@ -887,6 +888,7 @@ fn psi_figures(cur: PsiReading, prev: Option<(PsiReading, f64)>, measured_at: Sy
 fn mark_stale(p: &mut Pressure, is_stale: &impl Fn(SystemTime) -> bool) {
     for f in [
         &mut p.cpu_usage_cores,
+        &mut p.cpu_usage_seconds_total,
         &mut p.cpu_periods_total,
         &mut p.cpu_throttled_periods_total,
         &mut p.cpu_throttled_seconds_total,

@@ -110,6 +110,11 @@ pub trait PodSource: Send + Sync + 'static {
     fn live_as_of(&self) -> Option<SystemTime> {
         None
     }
+    /// A live feed that has not listed yet, or has failed since: readiness waits for it.
+    /// Static sources (the default) are never down.
+    fn is_down(&self) -> bool {
+        false
+    }
 }
 
 /// Pods held in memory, set by the standalone backend (or the config).
@@ -243,6 +248,9 @@ impl InMemoryPodSource {
 impl PodSource for InMemoryPodSource {
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
+    }
+    fn is_down(&self) -> bool {
+        self.liveness.load(Ordering::Acquire) == LIVENESS_DOWN
     }
 
     fn pods(&self) -> PodSet {

@@ -71,6 +71,8 @@ pub struct PsiFigures {
 pub struct Pressure {
     /// CPU seconds per second.
     pub cpu_usage_cores: Option<Figure>,
+    /// `cpu.stat` `usage_usec` (v2) or `cpuacct.usage` (v1), seconds: a counter for `/metrics`.
+    pub cpu_usage_seconds_total: Option<Figure>,
     /// `cpu.stat` `nr_periods`.
     pub cpu_periods_total: Option<Figure>,
     /// `cpu.stat` `nr_throttled`.
@@ -121,6 +123,7 @@ impl Pressure {
             }
         }
         pick(&mut self.cpu_usage_cores, &other.cpu_usage_cores);
+        pick(&mut self.cpu_usage_seconds_total, &other.cpu_usage_seconds_total);
         pick(&mut self.cpu_periods_total, &other.cpu_periods_total);
         pick(
             &mut self.cpu_throttled_periods_total,

@@ -135,6 +135,16 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order the metrics list them.
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Fits,
+        Outcome::Preempt,
+        Outcome::Deferred,
+        Outcome::Infeasible,
+        Outcome::NotEligible,
+        Outcome::Disabled,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Fits => "fits",

@@ -75,11 +75,15 @@ pub fn route(head: &[u8], metrics: &Metrics) -> (&'static str, &'static str, Str
         "/metrics" => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
         "/healthz" => ("200 OK", "text/plain", "ok\n".into()),
         "/readyz" if metrics.is_ready() => ("200 OK", "text/plain", "ready\n".into()),
-        "/readyz" => (
-            "503 Service Unavailable",
-            "text/plain",
-            "watches not synced yet\n".into(),
-        ),
+        "/readyz" => {
+            let failing = metrics.failing_watches(std::time::Instant::now());
+            let why = if failing.is_empty() {
+                "watches not synced yet\n".to_string()
+            } else {
+                format!("watches failing: {}\n", failing.join(", "))
+            };
+            ("503 Service Unavailable", "text/plain", why)
+        }
         _ => ("404 Not Found", "text/plain", "not found\n".into()),
     }
 }
@@ -98,6 +102,20 @@ mod tests {
         );
         m.set_ready(true);
         assert_eq!(route(b"GET /readyz HTTP/1.1\r\n\r\n", &m).0, "200 OK");
+        // A failing watch makes it unready again, and an event on that watch ready.
+        m.watch_error("pods");
+        let (status, _, body) = route(b"GET /readyz HTTP/1.1\r\n\r\n", &m);
+        assert_eq!(
+            (status, body.as_str()),
+            ("503 Service Unavailable", "watches failing: pods\n")
+        );
+        assert_eq!(route(b"GET /healthz HTTP/1.1\r\n\r\n", &m).0, "200 OK");
+        m.watch_ok("pods");
+        assert_eq!(route(b"GET /readyz HTTP/1.1\r\n\r\n", &m).0, "200 OK");
+        // A failure the watcher's retry healed without an event is forgotten after the window.
+        m.watch_error("nodes");
+        let later = std::time::Instant::now() + super::super::metrics::WATCH_FAILURE_UNREADY_FOR;
+        assert!(m.failing_watches(later).is_empty());
         assert!(
             route(b"GET /metrics HTTP/1.1\r\n\r\n", &m)
                 .2

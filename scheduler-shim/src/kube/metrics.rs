@@ -5,7 +5,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// A watch that failed this recently, with no event since, makes the shim unready. The
+/// watchers' backoff retries at least every 30 s, so a watch that keeps failing stays unready,
+/// and one whose retry succeeded quietly (no change to report) is ready again after this long.
+pub const WATCH_FAILURE_UNREADY_FOR: Duration = Duration::from_secs(45);
 
 /// Upper bounds (seconds) of the end-to-end latency histogram: decision → resize actuated.
 pub const LATENCY_BUCKETS: [f64; 12] = [
@@ -41,6 +46,8 @@ pub struct Metrics {
     end_to_end: Mutex<Histogram>,
     latencies: Mutex<Vec<Duration>>,
     ready: AtomicBool,
+    /// The last failure of each watch that has not seen an event since.
+    watch_failing: Mutex<BTreeMap<&'static str, Instant>>,
 }
 
 fn bump(map: &Mutex<BTreeMap<&'static str, u64>>, key: &'static str, by: u64) {
@@ -52,6 +59,27 @@ fn bump(map: &Mutex<BTreeMap<&'static str, u64>>, key: &'static str, by: u64) {
 impl Metrics {
     pub fn watch_error(&self, resource: &'static str) {
         bump(&self.watch_errors, resource, 1);
+        self.watch_failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(resource, Instant::now());
+    }
+    /// The watch of `resource` delivered an event: it works again.
+    pub fn watch_ok(&self, resource: &'static str) {
+        let mut failing = self.watch_failing.lock().unwrap_or_else(|p| p.into_inner());
+        if !failing.is_empty() {
+            failing.remove(resource);
+        }
+    }
+    /// Watches that failed within [`WATCH_FAILURE_UNREADY_FOR`] and saw no event since.
+    pub fn failing_watches(&self, now: Instant) -> Vec<&'static str> {
+        self.watch_failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, at)| now.saturating_duration_since(**at) < WATCH_FAILURE_UNREADY_FOR)
+            .map(|(r, _)| *r)
+            .collect()
     }
     pub fn decision(&self, outcome: &'static str) {
         bump(&self.decisions, outcome, 1);
@@ -147,8 +175,9 @@ impl Metrics {
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
+    /// Synced once, and no watch failing now.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.ready.load(Ordering::Relaxed) && self.failing_watches(Instant::now()).is_empty()
     }
 
     /// Prometheus text exposition.
@@ -164,7 +193,13 @@ impl Metrics {
             "counter",
             "Decisions on Deferred resizes, by outcome.",
         );
-        for (outcome, n) in self.decisions.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        // Every outcome from the start, at 0: rate() and dashboards see a series before the
+        // first decision of that kind, and a counter appearing later is not a missed increase.
+        let mut decisions = self.decisions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for outcome in crate::decide::Outcome::ALL {
+            decisions.entry(outcome.as_str()).or_insert(0);
+        }
+        for (outcome, n) in &decisions {
             lines.push(format!("{name}{{outcome=\"{outcome}\"}} {n}"));
         }
         out.push_str(&lines.join("\n"));
@@ -175,9 +210,14 @@ impl Metrics {
                         name: &str,
                         help: &str,
                         label: &str,
-                        map: &Mutex<BTreeMap<&'static str, u64>>| {
+                        map: &Mutex<BTreeMap<&'static str, u64>>,
+                        known: &[&'static str]| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (key, n) in map.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let mut map = map.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            for key in known {
+                map.entry(key).or_insert(0);
+            }
+            for (key, n) in &map {
                 let _ = writeln!(out, "{name}{{{label}=\"{key}\"}} {n}");
             }
         };
@@ -187,6 +227,7 @@ impl Metrics {
             "Pods preempted, by mode.",
             "mode",
             &self.victims,
+            &["delete", "eviction"],
         );
         push_map(
             &mut out,
@@ -194,6 +235,7 @@ impl Metrics {
             "Preemptions not made because headroomd's live headroom was stale or unreachable, by reason.",
             "reason",
             &self.blocked,
+            &["stale", "unreachable"],
         );
         push_map(
             &mut out,
@@ -201,6 +243,7 @@ impl Metrics {
             "Watch errors (retried with backoff), by resource.",
             "resource",
             &self.watch_errors,
+            &[],
         );
         let counters = [
             (
@@ -308,6 +351,11 @@ mod tests {
         let text = m.render();
         assert!(
             text.contains("headroom_shim_decisions_total{outcome=\"preempt\"} 1"),
+            "{text}"
+        );
+        // The outcomes not seen yet are there at 0 (dashboards and rate() need the series).
+        assert!(
+            text.contains("headroom_shim_decisions_total{outcome=\"deferred\"} 0"),
             "{text}"
         );
         assert!(

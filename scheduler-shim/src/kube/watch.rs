@@ -135,6 +135,9 @@ where
         async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
+                if event.is_ok() {
+                    metrics.watch_ok(resource);
+                }
                 match event {
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
                     Ok(watcher::Event::InitDone) => {

@@ -1,7 +1,8 @@
 {{- define "headroom.name" -}}headroom{{- end -}}
 
+{{- /* Every object's labels; they include the selector labels, so never add both. */ -}}
 {{- define "headroom.labels" -}}
-app.kubernetes.io/name: {{ include "headroom.name" . }}
+{{ include "headroom.selectorLabels" . }}
 app.kubernetes.io/part-of: headroom
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
