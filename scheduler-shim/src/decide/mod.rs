@@ -136,9 +136,10 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order the metrics list them.
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 7] = [
         Outcome::Fits,
         Outcome::Preempt,
+        Outcome::Shrink,
         Outcome::Deferred,
         Outcome::Infeasible,
         Outcome::NotEligible,
