@@ -12,7 +12,7 @@ const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
 fn probes_built() -> bool {
     headroom_testkit::gate::privileged(
         "observe_cli",
-        headroom_testkit::gate::no_probes(std::path::Path::new(support::PROBE_OBJECT)),
+        headroom_testkit::gate::no_probes(support::PROBE_OBJECT),
     )
 }
 

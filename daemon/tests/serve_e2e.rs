@@ -50,7 +50,7 @@ async fn watch_headroom_sees_a_pod_throttle_within_one_second() {
     }
     if !headroom_testkit::gate::privileged(
         "watch_headroom_sees_a_pod_throttle",
-        headroom_testkit::gate::no_probes(std::path::Path::new(support::PROBE_OBJECT)),
+        headroom_testkit::gate::no_probes(support::PROBE_OBJECT),
     ) {
         return;
     }

@@ -51,16 +51,16 @@ pub fn not_root() -> Option<String> {
 }
 
 /// Why a test that loads headroom's probes cannot run: not root, no kernel BTF, or the probe
-/// object not built (`cargo xtask build-ebpf`). `probe_object` is its path.
-pub fn no_probes(probe_object: &Path) -> Option<String> {
+/// object not built (`cargo xtask build-ebpf`). `probe_object` is the object headroomd embeds
+/// (the binary carries it: in a guest there is no build tree to read it from).
+pub fn no_probes(probe_object: &[u8]) -> Option<String> {
     not_root()
         .or_else(|| {
             (!Path::new("/sys/kernel/btf/vmlinux").exists())
                 .then(|| "kernel has no BTF (/sys/kernel/btf/vmlinux)".to_owned())
         })
         .or_else(|| {
-            std::fs::read(probe_object)
-                .unwrap_or_default()
+            probe_object
                 .is_empty()
                 .then(|| "probes not built (run `cargo xtask build-ebpf`)".to_owned())
         })

@@ -27,7 +27,8 @@ pub use self::btf::{BtfError, KernelBtf};
 use crate::cgroups::{CgroupHost, HostError};
 
 /// The probe object built by `cargo xtask build-ebpf` (empty when it was not built).
-static PROBE_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/headroom-probes.o"));
+/// The probe object embedded at build time (empty when the probes were not built).
+pub static PROBE_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/headroom-probes.o"));
 
 /// Programs only [`RunqModel::WakeupMap`] needs (not attached otherwise).
 const WAKEUP_MAP_ONLY: &[&str] = &["sched_wakeup", "sched_wakeup_new"];

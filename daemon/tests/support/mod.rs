@@ -10,12 +10,12 @@ pub static KERNEL: Mutex<()> = Mutex::new(());
 pub use headroom_testkit::scratch::{TestCgroup, spawn_in, stop};
 
 /// headroomd's probe object, as `daemon/build.rs` embeds it.
-pub const PROBE_OBJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bpf/headroom-probes.o");
+pub const PROBE_OBJECT: &[u8] = headroomd::probes::PROBE_OBJECT;
 
 /// Returns `Some(reason)` when the probes cannot load here (not root, no BTF, not built),
 /// through the project's one privileged-test gate (a failure where they must run).
 pub fn skip_reason(test: &str) -> Option<String> {
-    let reason = headroom_testkit::gate::no_probes(Path::new(PROBE_OBJECT));
+    let reason = headroom_testkit::gate::no_probes(PROBE_OBJECT);
     if headroom_testkit::gate::privileged(test, reason.clone()) {
         None
     } else {
