@@ -38,25 +38,51 @@ pub(crate) fn bin_dir(root: &Path) -> PathBuf {
 
 /// Builds every program that is missing or was built from another `go.mod`/`go.sum`.
 pub(crate) fn build(root: &Path) -> Result<PathBuf> {
-    let module = root.join("k8s");
-    let go = go_toolchain()?;
     let out = bin_dir(root);
-    fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
-    let stamp = module_stamp(&module)?;
-    for (name, package) in PROGRAMS {
-        let binary = out.join(name);
-        let stamp_file = out.join(format!(".{name}.stamp"));
+    go_build(&GoBuild {
+        label: "k8s",
+        module: root.join("k8s"),
+        version: KUBERNETES_VERSION,
+        out: out.clone(),
+        ldflags: version_ldflags(),
+        programs: PROGRAMS,
+    })?;
+    Ok(out)
+}
+
+/// Go programs of one module, built into `out` once per version and per `go.mod`/`go.sum`.
+pub(crate) struct GoBuild<'a> {
+    /// Prefix of the progress lines.
+    pub label: &'a str,
+    pub module: PathBuf,
+    pub version: &'a str,
+    pub out: PathBuf,
+    pub ldflags: String,
+    /// Program name and the Go package that builds it.
+    pub programs: &'a [(&'a str, &'a str)],
+}
+
+/// Builds each program of `b` that is missing or stale, with one progress line per program and
+/// one clear error for a missing Go toolchain or an unserved module.
+pub(crate) fn go_build(b: &GoBuild<'_>) -> Result<()> {
+    let go = go_toolchain(b.version)?;
+    fs::create_dir_all(&b.out).with_context(|| format!("create {}", b.out.display()))?;
+    let stamp = module_stamp(&b.module, b.version)?;
+    for (name, package) in b.programs {
+        let binary = b.out.join(name);
+        let stamp_file = b.out.join(format!(".{name}.stamp"));
         if binary.exists() && fs::read_to_string(&stamp_file).ok().as_deref() == Some(&stamp) {
-            progress(&format!("k8s: {name} {KUBERNETES_VERSION} already built"));
+            progress(&format!("{}: {name} {} already built", b.label, b.version));
             continue;
         }
         progress(&format!(
-            "k8s: building {name} {KUBERNETES_VERSION} from {package} ({go})"
+            "{}: building {name} {} from {package} ({go})",
+            b.label, b.version
         ));
         let started = Instant::now();
         let output = Command::new("go")
-            .current_dir(&module)
-            .args(["build", "-trimpath", "-ldflags", &version_ldflags(), "-o"])
+            .current_dir(&b.module)
+            .args(["build", "-trimpath", "-ldflags", &b.ldflags, "-o"])
             .arg(&binary)
             .arg(package)
             // No cgo: static programs that run in a VM guest and a container as they are.
@@ -68,11 +94,12 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
         }
         fs::write(&stamp_file, &stamp)?;
         progress(&format!(
-            "k8s: built {name} in {:.0} s",
+            "{}: built {name} in {:.0} s",
+            b.label,
             started.elapsed().as_secs_f64()
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The version the programs report, as the upstream release build stamps it.
@@ -93,7 +120,7 @@ fn version_ldflags() -> String {
     .join(" ")
 }
 
-fn go_toolchain() -> Result<String> {
+fn go_toolchain(version: &str) -> Result<String> {
     let output = Command::new("go").arg("version").output();
     match output {
         Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
@@ -102,14 +129,14 @@ fn go_toolchain() -> Result<String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ),
         Err(e) => bail!(
-            "no Go toolchain: `go` is not on PATH ({e}); k8s/go.mod needs Go 1.26 or newer \
-             to build Kubernetes {KUBERNETES_VERSION}"
+            "no Go toolchain: `go` is not on PATH ({e}); Go 1.26 or newer is needed to build \
+             {version}"
         ),
     }
 }
 
 /// What the programs were built from: any change to `go.mod`/`go.sum` rebuilds them.
-fn module_stamp(module: &Path) -> Result<String> {
+fn module_stamp(module: &Path, version: &str) -> Result<String> {
     let mut hasher = DefaultHasher::new();
     for file in ["go.mod", "go.sum"] {
         let path = module.join(file);
@@ -117,7 +144,7 @@ fn module_stamp(module: &Path) -> Result<String> {
             .with_context(|| format!("read {}", path.display()))?
             .hash(&mut hasher);
     }
-    Ok(format!("{KUBERNETES_VERSION} {:016x}\n", hasher.finish()))
+    Ok(format!("{version} {:016x}\n", hasher.finish()))
 }
 
 /// One clear error: the module the proxy did not serve, or the compiler's own lines.
