@@ -3,7 +3,7 @@
 //! them), turned into the decision core's input. Every bad document is reported with its number;
 //! nothing is used unless the whole file is good.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use headroom_node_model::pod::{CONDITION_RESIZE_IN_PROGRESS, CONDITION_RESIZE_PENDING};
 use headroom_node_model::{
@@ -19,7 +19,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::decide::{NodeInput, NodeState, PdbInput, PodInput, PreemptionPolicy, ResizeRequest};
-use crate::give_way::Policy;
+use crate::give_way::GiveWaySettings;
 use crate::give_way::annotation::{node_allows, pod_give_way};
 
 /// The built-in PriorityClasses every API server has.
@@ -36,14 +36,6 @@ pub struct ClusterFile {
     pub pdbs: Vec<PodDisruptionBudget>,
     /// The operator's switches for shrinking Pods that offered (not objects of the file).
     pub give_way: GiveWaySettings,
-}
-
-/// The operator's switches for shrink-before-evict (the shim's flags).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GiveWaySettings {
-    pub policy: Policy,
-    /// Namespaces whose Pods are never shrunk, whatever they offer.
-    pub off_namespaces: BTreeSet<String>,
 }
 
 /// One bad document (numbered from 1, in file order).

@@ -155,14 +155,14 @@ pub struct Note {
     pub reason: String,
 }
 
-/// Fills each Pod's [`LiveFigures`] from a headroomd snapshot (with Pods), by UID, keeping only
-/// figures measured within `max_age` of `now` and not marked stale.
-pub fn fill_live(
+/// The fresh figures of the Pod `uid` in a headroomd snapshot (with Pods): those measured within
+/// `max_age` of `now` and not marked stale; all `None` for a Pod the snapshot does not have.
+pub fn live_of(
     snapshot: &headroom_proto::v1::HeadroomSnapshot,
-    pods: &mut [crate::decide::PodInput],
+    uid: &str,
     now: std::time::SystemTime,
     max_age: std::time::Duration,
-) {
+) -> LiveFigures {
     use headroom_proto::v1::Figure;
     let fresh = |f: &Option<Figure>| -> Option<f64> {
         let f = f.as_ref()?;
@@ -172,29 +172,47 @@ pub fn fill_live(
         let age = now.duration_since(measured).unwrap_or_default();
         (!f.stale && age <= max_age).then_some(f.value)
     };
-    for pod in pods.iter_mut().filter(|p| !p.uid.is_empty()) {
-        let Some(entry) = snapshot
-            .pods
-            .iter()
-            .find(|p| p.pod.as_ref().is_some_and(|r| r.uid == pod.uid))
-        else {
-            continue;
-        };
-        let Some(pressure) = entry.pod_cgroup.as_ref() else {
-            continue;
-        };
-        // CFS throttles the innermost group over its quota first: a container can be throttled
-        // while its Pod's own group is not, so the most throttled of them counts.
-        let throttled = std::iter::once(pressure)
-            .chain(entry.containers.iter().filter_map(|c| c.pressure.as_ref()))
-            .filter_map(|p| fresh(&p.cpu_throttled_ratio))
-            .reduce(f64::max);
-        pod.live = LiveFigures::from_measured(
-            fresh(&pressure.cpu_usage_cores),
-            throttled,
-            fresh(&pressure.memory_working_set_bytes),
-        );
+    let Some(entry) = snapshot
+        .pods
+        .iter()
+        .find(|p| !uid.is_empty() && p.pod.as_ref().is_some_and(|r| r.uid == uid))
+    else {
+        return LiveFigures::default();
+    };
+    let Some(pressure) = entry.pod_cgroup.as_ref() else {
+        return LiveFigures::default();
+    };
+    // CFS throttles the innermost group over its quota first: a container can be throttled
+    // while its Pod's own group is not, so the most throttled of them counts.
+    let throttled = std::iter::once(pressure)
+        .chain(entry.containers.iter().filter_map(|c| c.pressure.as_ref()))
+        .filter_map(|p| fresh(&p.cpu_throttled_ratio))
+        .reduce(f64::max);
+    LiveFigures::from_measured(
+        fresh(&pressure.cpu_usage_cores),
+        throttled,
+        fresh(&pressure.memory_working_set_bytes),
+    )
+}
+
+/// Fills each Pod's [`LiveFigures`] from a headroomd snapshot ([`live_of`], by UID).
+pub fn fill_live(
+    snapshot: &headroom_proto::v1::HeadroomSnapshot,
+    pods: &mut [crate::decide::PodInput],
+    now: std::time::SystemTime,
+    max_age: std::time::Duration,
+) {
+    for pod in pods.iter_mut() {
+        pod.live = live_of(snapshot, &pod.uid, now, max_age);
     }
+}
+
+/// The operator's switches for shrink-before-evict, as the backends and `plan` take them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GiveWaySettings {
+    pub policy: Policy,
+    /// Namespaces whose Pods are never shrunk, whatever they offer.
+    pub off_namespaces: std::collections::BTreeSet<String>,
 }
 
 /// The operator's switches, as flags of `plan`, `standalone`, `demo` and `kube`.
@@ -221,8 +239,8 @@ pub enum Switch {
 }
 
 impl GiveWayArgs {
-    pub fn settings(&self) -> crate::cluster_file::GiveWaySettings {
-        crate::cluster_file::GiveWaySettings {
+    pub fn settings(&self) -> GiveWaySettings {
+        GiveWaySettings {
             policy: Policy {
                 enabled: self.give_way == Switch::On,
                 max_throttled_permille: self.give_way_max_throttled_percent * 10,

@@ -92,7 +92,7 @@ pub struct KubeConfig {
     /// evicted.
     pub max_headroom_age: Duration,
     /// Shrink-before-evict switches.
-    pub give_way: crate::cluster_file::GiveWaySettings,
+    pub give_way: crate::give_way::GiveWaySettings,
 }
 
 impl KubeConfig {

@@ -189,8 +189,8 @@ impl Backend {
         Ok(report)
     }
 
-    /// Namespaces labelled out of resize preemption.
-    fn opted_out(&self) -> BTreeSet<String> {
+    /// Names of the namespaces whose label `label` is `value`.
+    fn namespaces_labelled(&self, label: &str, value: &str) -> BTreeSet<String> {
         self.stores
             .namespaces
             .state()
@@ -199,30 +199,21 @@ impl Backend {
                 ns.metadata
                     .labels
                     .as_ref()
-                    .and_then(|l| l.get(OPT_OUT_LABEL))
-                    .map(String::as_str)
-                    == Some(OPT_OUT_VALUE)
+                    .and_then(|l| l.get(label))
+                    .is_some_and(|v| v == value)
             })
             .filter_map(|ns| ns.metadata.name.clone())
             .collect()
     }
 
-    /// The Deferred resizes this shim serves: not terminating, not opted out, not in flight.
+    /// Namespaces labelled out of resize preemption.
+    fn opted_out(&self) -> BTreeSet<String> {
+        self.namespaces_labelled(OPT_OUT_LABEL, OPT_OUT_VALUE)
+    }
+
     /// Namespaces labelled `headroom.io/give-way=off`: their Pods are never shrunk.
     fn give_way_off_namespaces(&self) -> BTreeSet<String> {
-        self.stores
-            .namespaces
-            .state()
-            .iter()
-            .filter(|ns| {
-                ns.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(crate::give_way::annotation::ANNOTATION))
-                    .is_some_and(|v| v == "off")
-            })
-            .filter_map(|ns| ns.metadata.name.clone())
-            .collect()
+        self.namespaces_labelled(crate::give_way::annotation::ANNOTATION, "off")
     }
 
     /// Pods that gave way and came under pressure since: a Warning `GiveWayPressure` Event each
@@ -236,12 +227,12 @@ impl Backend {
         };
         let max_age = self.config.max_headroom_age;
         let live = |uid: &str| {
-            let mut one = vec![crate::decide::PodInput {
-                uid: uid.to_string(),
-                ..Default::default()
-            }];
-            crate::give_way::fill_live(&latest.snapshot, &mut one, std::time::SystemTime::now(), max_age);
-            Some(one[0].live)
+            Some(crate::give_way::live_of(
+                &latest.snapshot,
+                uid,
+                std::time::SystemTime::now(),
+                max_age,
+            ))
         };
         let reports = crate::give_way::aftercare::check(&mut self.aftercare, live, Instant::now());
         for (w, why) in reports {
@@ -282,6 +273,7 @@ impl Backend {
         }
     }
 
+    /// The Deferred resizes this shim serves: not terminating, not opted out, not in flight.
     fn servable<'a>(&self, pods: &'a [Arc<Pod>], opted_out: &BTreeSet<String>) -> Vec<&'a Arc<Pod>> {
         pods.iter()
             .filter(|p| resize_state(p).is_deferred())
@@ -603,19 +595,12 @@ impl preempt::Backend for KubeCycle<'_> {
             let key = shrink.key();
             let live_now = match &b.live {
                 Some(live) => match live.fresh(b.config.max_headroom_age).await {
-                    Ok(latest) => {
-                        let mut now = vec![crate::decide::PodInput {
-                            uid: shrink.uid.clone(),
-                            ..Default::default()
-                        }];
-                        crate::give_way::fill_live(
-                            &latest.snapshot,
-                            &mut now,
-                            std::time::SystemTime::now(),
-                            b.config.max_headroom_age,
-                        );
-                        now[0].live
-                    }
+                    Ok(latest) => crate::give_way::live_of(
+                        &latest.snapshot,
+                        &shrink.uid,
+                        std::time::SystemTime::now(),
+                        b.config.max_headroom_age,
+                    ),
                     Err(why) => {
                         b.blocked(resizer, resize.generation, &why, self.report).await;
                         return Err(why.to_string());

@@ -51,7 +51,7 @@ pub struct NodeConfig {
     /// How long a reservation may live before the resize is given up on.
     pub reservation_ttl: Duration,
     /// Shrink-before-evict switches.
-    pub give_way: crate::cluster_file::GiveWaySettings,
+    pub give_way: crate::give_way::GiveWaySettings,
 }
 
 /// The default `terminationGracePeriodSeconds`.

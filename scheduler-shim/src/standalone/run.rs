@@ -29,7 +29,7 @@ pub struct RunConfig {
     /// Whether headroomd loads its eBPF probes.
     pub probes: ProbeMode,
     /// Shrink-before-evict switches.
-    pub give_way: crate::cluster_file::GiveWaySettings,
+    pub give_way: crate::give_way::GiveWaySettings,
 }
 
 /// This machine's host name, the Node's name by default.

@@ -21,7 +21,7 @@ use super::resize::{self, Admission};
 use super::runtime::PodRuntime;
 use super::store::Store;
 use super::{DEFAULT_GRACE_PERIOD, StandaloneError};
-use crate::decide::{Decision, PodInput};
+use crate::decide::Decision;
 use crate::give_way::{self, GiveWay};
 use crate::preempt::{self, Listing, Pending, Reservation, Resize, Step as Progress};
 use headroom_node_model::Resources;
@@ -201,18 +201,18 @@ impl preempt::Backend for StandaloneCycle<'_> {
         for shrink in &decision.shrinks {
             let key = shrink.key();
             let snapshot = live_snapshot(node).await.map_err(|e| format!("{key}: {e}"))?;
-            let mut now = vec![PodInput {
-                uid: shrink.uid.clone(),
-                ..PodInput::default()
-            }];
-            give_way::fill_live(&snapshot, &mut now, SystemTime::now(), LIVE_MAX_AGE);
-            give_way::plan::still_safe(shrink, &now[0].live, &policy)
+            let live = give_way::live_of(&snapshot, &shrink.uid, SystemTime::now(), LIVE_MAX_AGE);
+            give_way::plan::still_safe(shrink, &live, &policy)
                 .map_err(|why| format!("{key} not shrunk: {why}"))?;
-            expected_allocated = snapshot
-                .node
-                .as_ref()
-                .and_then(|n| n.cpu_millis.as_ref().zip(n.memory_bytes.as_ref()))
-                .map(|(c, m)| Resources::new(c.allocated, m.allocated).saturating_sub(shrink.freed()));
+            // What headroomd must count once every shrink is in, from before the first.
+            if expected_allocated.is_none() {
+                let freed = decision
+                    .shrinks
+                    .iter()
+                    .map(give_way::Shrink::freed)
+                    .fold(Resources::ZERO, Resources::saturating_add);
+                expected_allocated = allocated(&snapshot).map(|a| a.saturating_sub(freed));
+            }
             let admission = {
                 let mut store = node.store();
                 let stored = store
@@ -411,14 +411,7 @@ async fn watch_shrunk_pods(node: &StandaloneNode) {
             return;
         }
     };
-    let live = |uid: &str| {
-        let mut one = vec![PodInput {
-            uid: uid.to_string(),
-            ..PodInput::default()
-        }];
-        give_way::fill_live(&snapshot, &mut one, SystemTime::now(), LIVE_MAX_AGE);
-        Some(one[0].live)
-    };
+    let live = |uid: &str| Some(give_way::live_of(&snapshot, uid, SystemTime::now(), LIVE_MAX_AGE));
     let reports = {
         let mut watched = node
             .aftercare
@@ -454,17 +447,19 @@ async fn live_snapshot(node: &StandaloneNode) -> Result<pb::HeadroomSnapshot, St
         .map_err(|e| super::node::rpc_error("GetHeadroom", e))
 }
 
+/// What headroomd counts as allocated on the node.
+fn allocated(snapshot: &pb::HeadroomSnapshot) -> Option<Resources> {
+    let node = snapshot.node.as_ref()?;
+    let (cpu, memory) = node.cpu_millis.as_ref().zip(node.memory_bytes.as_ref())?;
+    Some(Resources::new(cpu.allocated, memory.allocated))
+}
+
 /// Waits (bounded) until headroomd's snapshot counts at most `expected` allocated: its Pod
 /// source follows the store a cycle later, and a reservation made before that would be refused.
 async fn wait_until_counted(node: &StandaloneNode, expected: Resources) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let snapshot = live_snapshot(node).await?;
-        let allocated = snapshot
-            .node
-            .as_ref()
-            .and_then(|n| n.cpu_millis.as_ref().zip(n.memory_bytes.as_ref()))
-            .map(|(c, m)| Resources::new(c.allocated, m.allocated));
+        let allocated = allocated(&live_snapshot(node).await?);
         if allocated.is_some_and(|a| a.fits_within(&expected)) {
             return Ok(());
         }
