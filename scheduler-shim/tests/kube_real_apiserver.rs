@@ -141,6 +141,46 @@ fn headroomd_binary() -> PathBuf {
     binary
 }
 
+/// `headroomd serve` as the DaemonSet runs it, minus the probes (these tests are about the API
+/// server; the kernel tests cover them): the Node and its Pods from the API server, as the
+/// ServiceAccount with the headroom-daemon ClusterRole. Returns once it serves, with its socket
+/// and log.
+fn start_headroomd(plane: &ControlPlane, kubeconfig: &Path) -> (LoggedChild, PathBuf, PathBuf) {
+    let socket = plane.dir().join("headroomd.sock");
+    let daemon_log = plane.dir().join("headroomd.log");
+    let daemon = LoggedChild::spawn(
+        Command::new(headroomd_binary())
+            .args([
+                "serve",
+                "--pods-from",
+                "kube",
+                "--kube-node",
+                NODE,
+                "--probes",
+                "off",
+            ])
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--intent-dir")
+            .arg(plane.dir().join("intents"))
+            .args(["--metrics-listen", ""])
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info"),
+        &daemon_log,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "headroomd did not start serving; its log:\n{}",
+            std::fs::read_to_string(&daemon_log).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    (daemon, socket, daemon_log)
+}
+
 fn pod(plane: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
     let out = plane
         .kubectl()
@@ -328,43 +368,7 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
-    let socket = plane.dir().join("headroomd.sock");
-    let daemon_log = plane.dir().join("headroomd.log");
-    // As the DaemonSet runs it, minus the probes (this test is about the API server; the
-    // kernel tests cover them): the Node and its Pods from the API server, as the
-    // ServiceAccount with the headroom-daemon ClusterRole.
-    let _daemon = LoggedChild::spawn(
-        Command::new(headroomd_binary())
-            .args([
-                "serve",
-                "--pods-from",
-                "kube",
-                "--kube-node",
-                NODE,
-                "--probes",
-                "off",
-            ])
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--intent-dir")
-            .arg(plane.dir().join("intents"))
-            .args(["--metrics-listen", ""])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("RUST_LOG", "info")
-            // The shim reads its own variable (it ignores RUST_LOG today).
-            .env("HEADROOM_LOG", "info"),
-        &daemon_log,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !socket.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "headroomd did not start serving; its log:\n{}",
-            std::fs::read_to_string(&daemon_log).unwrap_or_default()
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+    let (_daemon, socket, daemon_log) = start_headroomd(&plane, &kubeconfig);
     defer_the_seed_resize(&plane);
     let socket_arg = socket.to_str().unwrap().to_string();
     let mut shim = Shim::start_with_ledger(
@@ -475,38 +479,7 @@ fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evi
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
-    let socket = plane.dir().join("headroomd.sock");
-    let daemon_log = plane.dir().join("headroomd.log");
-    let _daemon = LoggedChild::spawn(
-        Command::new(headroomd_binary())
-            .args([
-                "serve",
-                "--pods-from",
-                "kube",
-                "--kube-node",
-                NODE,
-                "--probes",
-                "off",
-            ])
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--intent-dir")
-            .arg(plane.dir().join("intents"))
-            .args(["--metrics-listen", ""])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("RUST_LOG", "info"),
-        &daemon_log,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !socket.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "headroomd did not start serving; its log:\n{}",
-            std::fs::read_to_string(&daemon_log).unwrap_or_default()
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+    let (_daemon, socket, daemon_log) = start_headroomd(&plane, &kubeconfig);
     // Two readings of the new cgroup's files (headroomd walks the tree every 500 ms without probes).
     thread::sleep(Duration::from_millis(1500));
     defer_the_seed_resize(&plane);

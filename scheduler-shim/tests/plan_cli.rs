@@ -108,12 +108,18 @@ fn plan_give_way(live: Option<&str>, extra: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `plan_give_way` with `--json`, its output parsed.
+fn plan_give_way_json(live: Option<&str>, extra: &[&str]) -> serde_json::Value {
+    let args: Vec<&str> = std::iter::once("--json").chain(extra.iter().copied()).collect();
+    let (ok, out, err) = plan_give_way(live, &args);
+    assert!(ok, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 #[test]
 fn plan_shows_the_shrink_and_the_live_figures_it_rests_on() {
     let quiet = "default/low-priority-pod: {cpuUsage: 200m, cpuThrottledPercent: 0, workingSet: 120Mi}\n";
-    let (ok, out, err) = plan_give_way(Some(quiet), &["--json"]);
-    assert!(ok, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let json = plan_give_way_json(Some(quiet), &[]);
     assert_eq!(json["outcome"], "shrink", "{json}");
     assert_eq!(json["victims"], serde_json::json!([]));
     assert_eq!(json["shrinks"][0]["name"], "low-priority-pod");
@@ -131,8 +137,7 @@ fn plan_shows_the_shrink_and_the_live_figures_it_rests_on() {
 
     // Throttled: no CPU shrink, the Pod is evicted and the reason names the figure.
     let busy = "default/low-priority-pod: {cpuUsage: 200m, cpuThrottledPercent: 40, workingSet: 120Mi}\n";
-    let (_, out, _) = plan_give_way(Some(busy), &["--json"]);
-    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let json = plan_give_way_json(Some(busy), &[]);
     assert_eq!(json["outcome"], "preempt", "{json}");
     assert!(
         json["giveWay"][0]["reason"]
@@ -143,8 +148,7 @@ fn plan_shows_the_shrink_and_the_live_figures_it_rests_on() {
     );
 
     // Without live figures, or with shrinking off, nobody is shrunk.
-    let (_, out, _) = plan_give_way(None, &["--json"]);
-    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let json = plan_give_way_json(None, &[]);
     assert_eq!(json["outcome"], "preempt", "{json}");
     assert!(
         json["giveWay"][0]["reason"]
@@ -153,8 +157,7 @@ fn plan_shows_the_shrink_and_the_live_figures_it_rests_on() {
             .contains("no fresh"),
         "{json}"
     );
-    let (_, out, _) = plan_give_way(Some(quiet), &["--json", "--give-way", "off"]);
-    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let json = plan_give_way_json(Some(quiet), &["--give-way", "off"]);
     assert_eq!(json["outcome"], "preempt", "{json}");
 
     // A malformed live file is refused with where it is wrong.

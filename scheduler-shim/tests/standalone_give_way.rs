@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use headroom_actuator::Roots;
 use headroom_actuator::layout::DEFAULT_MOUNT;
 use headroom_node_model::{Resources, pod_requests, pod_requests_admitted};
-use headroom_shim::cluster_file::GiveWaySettings;
+use headroom_shim::give_way::GiveWaySettings;
 use headroom_shim::standalone::DEMO_MANIFEST;
 use headroom_shim::standalone::run::{RunConfig, Running, start};
 use headroom_shim::standalone::shim::is_pending;
