@@ -99,6 +99,10 @@ struct Variant {
     to: &'static str,
     /// How many victims the decision must pick.
     expect_evicted: usize,
+    /// The victims' `headroom.io/give-way` offer, if they make one.
+    give_way: Option<&'static str>,
+    /// How many victims must give way in place instead.
+    expect_shrunk: usize,
     load: bool,
     main: bool,
 }
@@ -114,8 +118,20 @@ fn variants() -> Vec<Variant> {
         from: "4",
         to: "6",
         expect_evicted: 1,
+        give_way: None,
+        expect_shrunk: 0,
         load: false,
         main: true,
+    };
+    // Shrink before evict against eviction-only (`cpu-1v`), same run, same node.
+    let give_way = Variant {
+        name: "cpu-1v-give-way",
+        what: "the seed with low-priority-pod opted in (headroom.io/give-way: cpu=1): it shrinks 3 -> 1 CPU in place and nobody is evicted",
+        give_way: Some("cpu=1"),
+        expect_evicted: 0,
+        expect_shrunk: 1,
+        main: false,
+        ..base.clone()
     };
     let five = Variant {
         name: "cpu-5v",
@@ -158,6 +174,7 @@ fn variants() -> Vec<Variant> {
     };
     vec![
         base.clone(),
+        give_way,
         five,
         twenty.clone(),
         memory.clone(),
@@ -183,14 +200,23 @@ value: 1000
 globalDefault: false
 ";
 
-fn pod_yaml(name: &str, class: &str, container: &str, cpu: &str, memory: &str) -> String {
+fn pod_yaml(
+    name: &str,
+    class: &str,
+    container: &str,
+    (cpu, memory): (&str, &str),
+    give_way: Option<&str>,
+) -> String {
+    let annotations = give_way.map_or(String::new(), |offer| {
+        format!("  annotations:\n    headroom.io/give-way: \"{offer}\"\n")
+    });
     format!(
         "---
 apiVersion: v1
 kind: Pod
 metadata:
   name: {name}
-spec:
+{annotations}spec:
   priorityClassName: {class}
   containers:
   - name: {container}
@@ -219,8 +245,8 @@ fn manifest(v: &Variant) -> String {
             &name,
             "low-priority",
             "worker",
-            v.victim_cpu,
-            v.victim_memory,
+            (v.victim_cpu, v.victim_memory),
+            v.give_way,
         ));
     }
     let (cpu, memory) = match v.resource {
@@ -231,8 +257,8 @@ fn manifest(v: &Variant) -> String {
         "high-priority-pod",
         "high-priority",
         "app",
-        cpu,
-        memory,
+        (cpu, memory),
+        None,
     ));
     yaml
 }
@@ -244,6 +270,8 @@ struct VariantResult {
     steps: StepHistograms,
     reps: usize,
     evicted: Vec<usize>,
+    /// Victims shrunk in place, per repetition.
+    shrunk: Vec<usize>,
     /// Resets (shrink + victims recreated), for the record.
     reset: Histogram<u64>,
 }
@@ -258,6 +286,32 @@ fn running_victims(node: &StandaloneNode) -> usize {
         .iter()
         .filter(|(k, p)| k.starts_with(VICTIM_PREFIX) && p.runtime.is_some())
         .count()
+}
+
+/// Running victims whose CPU request is no longer the variant's (they gave way in place).
+fn shrunk_victims(node: &StandaloneNode, v: &Variant) -> Vec<String> {
+    node.store()
+        .pods
+        .iter()
+        .filter(|(k, p)| k.starts_with(VICTIM_PREFIX) && p.runtime.is_some())
+        .filter(|(_, p)| {
+            let cpu = p
+                .pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.first())
+                .and_then(|c| {
+                    c.resources
+                        .as_ref()?
+                        .requests
+                        .as_ref()?
+                        .get("cpu")
+                        .map(|q| q.0.clone())
+                });
+            cpu.as_deref() != Some(v.victim_cpu)
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 async fn resize(node: &StandaloneNode, resource: Resource, to: &str) -> Result<&'static str> {
@@ -332,9 +386,15 @@ async fn repetitions(
     let yaml = manifest(v);
     node.apply_manifest(&yaml)
         .context("apply the variant's manifest")?;
+    if v.give_way.is_some() {
+        // A Pod is shrunk only on fresh live figures, and a throttling rate needs two readings
+        // of its cgroup: let headroomd read the new Pods first (untimed).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
     let mut steps = StepHistograms::new().context("histograms")?;
     let mut reset = new_histogram();
     let mut evicted = Vec::new();
+    let mut shrunk = Vec::new();
     let timeout = grace + Duration::from_secs(30);
     for i in 0..warmup + reps {
         check_interrupted()?;
@@ -352,16 +412,39 @@ async fn repetitions(
         }
         let l = wait_done(node, before, timeout).await?;
         let gone = v.victims - running_victims(node).min(v.victims);
-        // Reset: the resizer shrinks back (fits at once), the victims are recreated.
+        let gave_way = shrunk_victims(node, v);
+        if (gone, gave_way.len()) != (v.expect_evicted, v.expect_shrunk) && v.give_way.is_some() {
+            bail!(
+                "repetition {i}: {gone} evicted and {gave_way:?} shrunk, expected {} and {}",
+                v.expect_evicted,
+                v.expect_shrunk
+            );
+        }
+        // Reset: the resizer shrinks back (fits at once), the shrunk victims grow back, the
+        // evicted ones are recreated.
         let t = Instant::now();
         let status = resize(node, v.resource, v.from).await?;
         if status != "Completed" {
             bail!("repetition {i}: shrinking back was {status}, not Completed");
         }
+        for victim in &gave_way {
+            let back = node
+                .resize(victim, Some("worker"), Some(v.victim_cpu), None)
+                .await
+                .with_context(|| format!("grow {victim} back"))?;
+            if back.status != "Completed" {
+                bail!(
+                    "repetition {i}: growing {victim} back was {}: {}",
+                    back.status,
+                    back.message
+                );
+            }
+        }
         node.apply_manifest(&yaml).context("recreate the victims")?;
         if i >= warmup {
             steps.record(&l);
             evicted.push(gone);
+            shrunk.push(gave_way.len());
             reset.saturating_record(ns(t.elapsed()));
         }
     }
@@ -370,6 +453,7 @@ async fn repetitions(
         steps,
         reps,
         evicted,
+        shrunk,
         reset,
     })
 }
@@ -555,8 +639,10 @@ fn phase_rows(r: &VariantResult) -> Vec<Summary> {
     let mut rows: Vec<Summary> = Step::ALL
         .iter()
         .filter_map(|s| {
+            // A step the variant never takes (no shrink, no eviction) has no row.
             r.steps
                 .step(*s)
+                .filter(|h| !h.is_empty())
                 .map(|h| Summary::from_histogram(&format!("{} {}", r.variant.name, s.name()), h))
         })
         .collect();
@@ -579,15 +665,18 @@ fn print_variant(r: &VariantResult) {
     );
     print_table(&phase_rows(r));
     let (lo, hi) = (r.evicted.iter().min(), r.evicted.iter().max());
+    let range = |lo: Option<&usize>, hi: Option<&usize>| match (lo, hi) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}..{hi}"),
+        _ => "-".into(),
+    };
     println!(
-        "victims evicted per repetition: {} (expected {} of {}); reset (shrink + recreate) p50 {}",
-        match (lo, hi) {
-            (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
-            (Some(lo), Some(hi)) => format!("{lo}..{hi}"),
-            _ => "-".into(),
-        },
+        "victims evicted per repetition: {} (expected {} of {}), shrunk in place: {} (expected {}); reset p50 {}",
+        range(lo, hi),
         v.expect_evicted,
         v.victims,
+        range(r.shrunk.iter().min(), r.shrunk.iter().max()),
+        v.expect_shrunk,
         fmt_ns(r.reset.value_at_quantile(0.5))
     );
 }
@@ -884,7 +973,8 @@ fn report(
             ratio.map(|x| x >= 100.0),
         )
     };
-    let mut notes = vec![t1, t2, t3];
+    let (t4, j4) = give_way_against_eviction(find("cpu-1v-give-way"), find("cpu-1v"));
+    let mut notes = vec![t1, t2, t3, t4];
     notes.push(format!(
         "one repetition: resize requested -> Deferred -> decision -> reservation (headroomd ledger) -> victims SIGTERM/SIGKILL after a {} s grace period, cgroups removed -> the kubelet's retry admits -> ApplyResize (gRPC to headroomd, cgroup writes) -> read back; whole path = resize request -> verified, as the shim records it; then the node is reset (resizer shrinks back, victims recreated), not timed",
         args.grace_period
@@ -925,7 +1015,7 @@ fn report(
         "elapsed_s": elapsed.as_secs_f64(),
         "loadavg_before": loads.0,
         "loadavg_after": loads.1,
-        "targets": [j1, j2, j3],
+        "targets": [j1, j2, j3, j4],
         "noise": noise_rows,
         "variants": results.iter().map(|r| json!({
             "name": r.variant.name,
@@ -934,6 +1024,10 @@ fn report(
             "expected_evicted": r.variant.expect_evicted,
             "evicted_min": r.evicted.iter().min(),
             "evicted_max": r.evicted.iter().max(),
+            "give_way": r.variant.give_way,
+            "expected_shrunk": r.variant.expect_shrunk,
+            "shrunk_min": r.shrunk.iter().min(),
+            "shrunk_max": r.shrunk.iter().max(),
             "resource": format!("{:?}", r.variant.resource).to_lowercase(),
             "from": r.variant.from,
             "to": r.variant.to,
@@ -955,6 +1049,48 @@ fn report(
         elapsed.as_secs_f64()
     );
     Ok(())
+}
+
+/// Shrink before evict against eviction-only on the seed's scenario, measured in the same run:
+/// the whole path at p50/p99 and the disruptions (Pods evicted or restarted) per resize.
+fn give_way_against_eviction(
+    give_way: Option<&VariantResult>,
+    eviction: Option<&VariantResult>,
+) -> (String, Value) {
+    let (Some(g), Some(e)) = (give_way, eviction) else {
+        return target(
+            "shrink before evict vs eviction-only, seed scenario",
+            "fewer disruptions; whole path reported",
+            "-".into(),
+            None,
+        );
+    };
+    let q = |r: &VariantResult, q: f64| r.steps.total().value_at_quantile(q);
+    let per_resize = |r: &VariantResult| {
+        let n = r.evicted.len().max(1);
+        r.evicted.iter().sum::<usize>() as f64 / n as f64
+    };
+    // Display only: the precision lost does not matter.
+    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { f64::NAN };
+    let (g50, g99, e50, e99) = (q(g, 0.5), q(g, 0.99), q(e, 0.5), q(e, 0.99));
+    target(
+        "shrink before evict vs eviction-only, seed scenario, same run",
+        "fewer disruptions per resize; whole path p50/p99 with the ratio",
+        format!(
+            "{}: p50 {} p99 {}, {:.2} Pods evicted/restarted per resize; {}: p50 {} p99 {}, {:.2} per resize; give-way/evict p50 {:.2}x p99 {:.2}x",
+            g.variant.name,
+            fmt_ns(g50),
+            fmt_ns(g99),
+            per_resize(g),
+            e.variant.name,
+            fmt_ns(e50),
+            fmt_ns(e99),
+            per_resize(e),
+            ratio(g50, e50),
+            ratio(g99, e99)
+        ),
+        Some(per_resize(g) < per_resize(e)),
+    )
 }
 
 fn main_roots_kind() -> String {

@@ -14,6 +14,8 @@ pub enum Step {
     DeferredDetected,
     /// The decision core.
     Decision,
+    /// The opted-in victims shrunk in place (admitted, actuated, counted by headroomd).
+    GaveWay,
     /// The extra room reserved in headroomd's ledger.
     Reservation,
     /// First SIGTERM → every victim process gone and its cgroups removed.
@@ -28,9 +30,10 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 7] = [
+    pub const ALL: [Step; 8] = [
         Step::DeferredDetected,
         Step::Decision,
+        Step::GaveWay,
         Step::Reservation,
         Step::VictimsTerminated,
         Step::Actuation,
@@ -42,6 +45,7 @@ impl Step {
         match self {
             Step::DeferredDetected => "deferred_detected",
             Step::Decision => "decision",
+            Step::GaveWay => "gave_way",
             Step::Reservation => "reservation",
             Step::VictimsTerminated => "victims_terminated",
             Step::Actuation => "actuation",
@@ -55,6 +59,7 @@ impl Step {
         match self {
             Step::DeferredDetected => "resize requested -> Deferred seen by the shim",
             Step::Decision => "decision (victims chosen)",
+            Step::GaveWay => "opted-in Pods shrunk in place and counted",
             Step::Reservation => "room reserved in headroomd's ledger",
             Step::VictimsTerminated => "victims terminated, cgroups removed",
             Step::Actuation => "resize admitted and cgroups written (ApplyResize)",
@@ -71,6 +76,7 @@ pub struct StepLatencies {
     pub pod: String,
     pub deferred_detected_ns: Option<u64>,
     pub decision_ns: Option<u64>,
+    pub gave_way_ns: Option<u64>,
     pub reservation_ns: Option<u64>,
     pub victims_terminated_ns: Option<u64>,
     pub actuation_ns: Option<u64>,
@@ -89,6 +95,7 @@ impl StepLatencies {
         match step {
             Step::DeferredDetected => self.deferred_detected_ns,
             Step::Decision => self.decision_ns,
+            Step::GaveWay => self.gave_way_ns,
             Step::Reservation => self.reservation_ns,
             Step::VictimsTerminated => self.victims_terminated_ns,
             Step::Actuation => self.actuation_ns,
@@ -102,6 +109,7 @@ impl StepLatencies {
         match step {
             Step::DeferredDetected => self.deferred_detected_ns = v,
             Step::Decision => self.decision_ns = v,
+            Step::GaveWay => self.gave_way_ns = v,
             Step::Reservation => self.reservation_ns = v,
             Step::VictimsTerminated => self.victims_terminated_ns = v,
             Step::Actuation => self.actuation_ns = v,

@@ -259,6 +259,7 @@ impl preempt::Backend for StandaloneCycle<'_> {
             wait_until_counted(node, expected).await?;
         }
         tracing::debug!(pod = %resize.key, elapsed_us = started.elapsed().as_micros() as u64, "shrinks actuated");
+        self.latencies(&resize.key).set(Step::GaveWay, started.elapsed());
         Ok(())
     }
 
