@@ -204,6 +204,14 @@ async fn the_seeds_low_priority_pod_gives_way_in_place_and_nobody_is_evicted() {
         "{message}"
     );
     assert!(reasons(&running, "high-priority-pod").contains(&"ResizeCompleted".to_string()));
+    // The resize's actuation consumed its reservation, though nobody was evicted (it was kept
+    // until its TTL, refusing the next resize's room).
+    let snapshot = running.node.headroomd().get_headroom(false).await.unwrap();
+    assert!(
+        snapshot.reservations.is_empty(),
+        "reservations left after the resize: {:?}",
+        snapshot.reservations
+    );
 
     // Six busy loops in the shrunk Pod: at 1 CPU on this 2-CPU machine it is throttled in most
     // periods even while other work competes for the CPUs, so the watch after the shrink

@@ -953,15 +953,18 @@ pub(crate) fn host_records(root: &Path) -> PathBuf {
 
 /// The test binaries run in the guest, built if needed.
 fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
-    progress("vm: cargo test --workspace --no-run (probes_kernel, actuator's v2_real)");
+    progress(
+        "vm: cargo test --workspace --no-run (probes_kernel, actuator's v2_real, shim's standalone_give_way)",
+    );
     let binaries = test_binaries(
         root,
         &[
             ("headroom-daemon", "probes_kernel"),
             ("headroom-actuator", "v2_real"),
+            ("headroom-shim", "standalone_give_way"),
         ],
     )?;
-    let (probes, actuator) = (binaries[0].clone(), binaries[1].clone());
+    let (probes, actuator, give_way) = (binaries[0].clone(), binaries[1].clone(), binaries[2].clone());
     let args: Vec<String> = vec!["--test-threads=1".into(), "--nocapture".into()];
     let test = |name: &str, binary: PathBuf, args: Vec<String>| GuestTest {
         name: name.into(),
@@ -998,7 +1001,21 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
             )
         },
         test("probes_kernel", probes, args.clone()),
-        test("actuator_v2_real", actuator, args),
+        test("actuator_v2_real", actuator, args.clone()),
+        GuestTest {
+            // Shrink before evict on v2 cgroups: the seed gives way, a Pod without the
+            // annotation is evicted. The memory cases need python3, which the guest lacks.
+            on_disk: true,
+            ..test(
+                "standalone_give_way",
+                give_way,
+                [
+                    args.as_slice(),
+                    &["the_seeds".into(), "without_the_annotation".into()],
+                ]
+                .concat(),
+            )
+        },
     ])
 }
 

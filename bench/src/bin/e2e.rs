@@ -713,6 +713,8 @@ struct Counts {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // Quiet by default (the bench prints its own lines); RUST_LOG=headroom_shim=debug shows why.
+    headroom_client::logging::init(headroom_client::logging::LogFormat::Text, "warn");
     if !is_root() {
         eprintln!(
             "{NAME}: needs root (it creates cgroups under {DEFAULT_MOUNT}, moves processes into them, loads eBPF probes and runs runc); run it with sudo."

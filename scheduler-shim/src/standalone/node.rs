@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use headroom_client::{Headroomd, HeadroomdError};
-use headroom_node_model::pod_requests_admitted;
+use headroom_node_model::{Resources, pod_requests_admitted};
 use headroom_proto::v1 as pb;
 use headroomd::node::Embedded;
 use headroomd::pipeline::{PodEntry, snapshot::PodRef};
@@ -87,17 +87,14 @@ impl StandaloneNode {
     }
 
     /// headroomd (in this process), over its socket.
-    pub(crate) fn headroomd(&self) -> &Headroomd {
+    pub fn headroomd(&self) -> &Headroomd {
         &self.headroomd
     }
 
     /// headroomd counts what the kubelet admitted for every Pod that is neither rejected nor being
     /// evicted (a victim's room belongs to the preemptor's reservation from the decision on).
     pub(crate) fn sync_pod_source(&self, store: &Store) {
-        let entries = store
-            .pods
-            .values()
-            .filter(|p| p.runtime.is_some() && !p.terminating)
+        let entries = pod_source(store)
             .filter_map(|p| {
                 let requests = pod_requests_admitted(&p.pod).ok()?;
                 Some(PodEntry {
@@ -108,11 +105,18 @@ impl StandaloneNode {
                     },
                     requests,
                     // Counted at the admitted size: no pending resize is in the count.
-                    pending_resize: headroom_node_model::Resources::ZERO,
+                    pending_resize: Resources::ZERO,
                 })
             })
             .collect();
         self.embedded.set_pods(entries);
+    }
+
+    /// What headroomd counts as allocated once its Pod source has caught up with `store`.
+    pub(crate) fn pod_source_total(store: &Store) -> Resources {
+        pod_source(store)
+            .filter_map(|p| pod_requests_admitted(&p.pod).ok())
+            .fold(Resources::ZERO, Resources::saturating_add)
     }
 
     /// `kubectl apply -f`: PriorityClasses first, then Pods.
@@ -329,4 +333,12 @@ impl StandaloneNode {
         self.sync_pod_source(&store);
         runtime::remove_roots(&self.config.roots);
     }
+}
+
+/// The Pods headroomd's Pod source lists: running, not being evicted.
+fn pod_source(store: &Store) -> impl Iterator<Item = &super::store::StoredPod> {
+    store
+        .pods
+        .values()
+        .filter(|p| p.runtime.is_some() && !p.terminating)
 }

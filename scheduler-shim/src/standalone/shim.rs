@@ -21,7 +21,7 @@ use super::resize::{self, Admission};
 use super::runtime::PodRuntime;
 use super::store::Store;
 use super::{DEFAULT_GRACE_PERIOD, StandaloneError};
-use crate::decide::Decision;
+use crate::decide::{Decision, Outcome};
 use crate::give_way::{self, GiveWay};
 use crate::preempt::{self, Listing, Pending, Reservation, Resize, Step as Progress};
 use headroom_node_model::Resources;
@@ -80,6 +80,11 @@ pub async fn run_cycle(node: &StandaloneNode) -> Result<Vec<Served>, StandaloneE
         latencies: HashMap::new(),
     };
     let served = preempt::cycle(&mut cycle).await?;
+    for s in &served {
+        if matches!(s.step, Progress::NotPreempting) && s.decision.outcome == Outcome::Fits {
+            retry_pending_resize(node, &s.resize.key).await;
+        }
+    }
     Ok(served
         .into_iter()
         .map(|s| {
@@ -197,22 +202,12 @@ impl preempt::Backend for StandaloneCycle<'_> {
         let started = Instant::now();
         let node = self.node;
         let policy = node.config.give_way.policy;
-        let mut expected_allocated = None;
         for shrink in &decision.shrinks {
             let key = shrink.key();
             let snapshot = live_snapshot(node).await.map_err(|e| format!("{key}: {e}"))?;
             let live = give_way::live_of(&snapshot, &shrink.uid, SystemTime::now(), LIVE_MAX_AGE);
             give_way::plan::still_safe(shrink, &live, &policy)
                 .map_err(|why| format!("{key} not shrunk: {why}"))?;
-            // What headroomd must count once every shrink is in, from before the first.
-            if expected_allocated.is_none() {
-                let freed = decision
-                    .shrinks
-                    .iter()
-                    .map(give_way::Shrink::freed)
-                    .fold(Resources::ZERO, Resources::saturating_add);
-                expected_allocated = allocated(&snapshot).map(|a| a.saturating_sub(freed));
-            }
             let admission = {
                 let mut store = node.store();
                 let stored = store
@@ -255,7 +250,10 @@ impl preempt::Backend for StandaloneCycle<'_> {
                     since: Instant::now(),
                 });
         }
-        if let Some(expected) = expected_allocated {
+        if !decision.shrinks.is_empty() {
+            // From the store, not from a snapshot taken before the shrinks: headroomd's Pod
+            // source may still lag a resize made just before this one (say, a victim grown back).
+            let expected = StandaloneNode::pod_source_total(&node.store());
             wait_until_counted(node, expected).await?;
         }
         tracing::debug!(pod = %resize.key, elapsed_us = started.elapsed().as_micros() as u64, "shrinks actuated");
@@ -293,6 +291,10 @@ impl preempt::Backend for StandaloneCycle<'_> {
             tracing::warn!(pod = %resize.key, error = %e, "no reservation; nobody evicted");
             return Err(e.to_string());
         }
+        // The kubelet's actuation of the resize consumes it (also when nobody is evicted).
+        if let Some(p) = self.node.store().pods.get_mut(&resize.key) {
+            p.reservation = Some(reservation.id.clone());
+        }
         self.latencies(&resize.key)
             .set(Step::Reservation, reserve_started.elapsed());
         Ok(())
@@ -328,13 +330,7 @@ impl preempt::Backend for StandaloneCycle<'_> {
         reservation: &Reservation,
     ) -> Result<(), String> {
         let evict_started = Instant::now();
-        let victims = start_eviction(
-            self.node,
-            &resize.key,
-            &resize.uid,
-            &reservation.victims,
-            &reservation.id,
-        );
+        let victims = start_eviction(self.node, &resize.uid, &reservation.victims);
         let results = futures::future::join_all(
             victims
                 .into_iter()
@@ -389,6 +385,24 @@ impl preempt::Backend for StandaloneCycle<'_> {
         };
         node.record_latency(latencies.clone());
         (latencies, error)
+    }
+}
+
+/// The kubelet's retry of a pending resize that fits now (upstream retries on `pod_resized`,
+/// `pods_removed`, ... and every 3 minutes): here, on the shim's next cycle, so that a resize whose
+/// room was freed by a step that then failed (say, a shrink headroomd counted late) does not wait.
+async fn retry_pending_resize(node: &StandaloneNode, key: &str) {
+    let admission = {
+        let mut store = node.store();
+        resize::admit(&mut store, key, &node.config)
+    };
+    match admission {
+        Ok(Admission::Fits(plan)) => match node.actuate(plan).await {
+            Ok(_) => tracing::info!(pod = %key, "pending resize retried and actuated"),
+            Err(e) => tracing::warn!(pod = %key, error = %e, "pending resize retried, actuation failed"),
+        },
+        Ok(other) => tracing::debug!(pod = %key, admission = ?other, "pending resize retried, still pending"),
+        Err(e) => tracing::warn!(pod = %key, error = %e, "pending resize retry failed"),
     }
 }
 
@@ -485,6 +499,11 @@ fn set_terminating(node: &StandaloneNode, keys: &[String], on: bool) {
 }
 
 async fn release(node: &StandaloneNode, id: &str) {
+    for p in node.store().pods.values_mut() {
+        if p.reservation.as_deref() == Some(id) {
+            p.reservation = None;
+        }
+    }
     let _ = node.headroomd().release(id).await;
 }
 
@@ -492,15 +511,10 @@ async fn release(node: &StandaloneNode, id: &str) {
 /// container); hands back each victim's runtime and grace period to stop it with.
 fn start_eviction(
     node: &StandaloneNode,
-    preemptor_key: &str,
     preemptor_uid: &str,
     victims: &[String],
-    reservation: &str,
 ) -> Vec<(String, PodRuntime, Duration)> {
     let mut store = node.store();
-    if let Some(p) = store.pods.get_mut(preemptor_key) {
-        p.reservation = Some(reservation.to_string());
-    }
     let mut out = Vec::new();
     for key in victims {
         let Some(stored) = store.pods.get_mut(key) else {
