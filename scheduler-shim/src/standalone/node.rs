@@ -33,6 +33,10 @@ pub struct ResizeResult {
 /// Step-latency records a node keeps (the histograms cover every resize).
 pub const KEPT_LATENCIES: usize = 4_096;
 
+/// How long `ApplyResize` waits for headroomd's snapshot to list a Pod the store just admitted
+/// (the snapshot lags by about 100 ms).
+const SNAPSHOT_CATCH_UP: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ActuationTimes {
     pub actuation: Duration,
@@ -236,8 +240,7 @@ impl StandaloneNode {
             reservation_id: plan.reservation.clone().unwrap_or_default(),
         };
         let applied = self
-            .headroomd
-            .apply_resize(request)
+            .apply_resize_known(request)
             .await
             .map(|reply| Duration::from_nanos(reply.total_ns))
             .map_err(|e| rpc_error("ApplyResize", e));
@@ -260,6 +263,26 @@ impl StandaloneNode {
             cgroup_writes,
             verified: done - actuated,
         })
+    }
+
+    /// `ApplyResize`, waiting (bounded) for headroomd's snapshot to catch up with the store: a
+    /// Pod admitted here a moment ago is "not on this node" until the next snapshot.
+    async fn apply_resize_known(
+        &self,
+        request: pb::ApplyResizeRequest,
+    ) -> Result<pb::ApplyResizeResponse, HeadroomdError> {
+        let deadline = Instant::now() + SNAPSHOT_CATCH_UP;
+        loop {
+            match self.headroomd.apply_resize(request.clone()).await {
+                Err(HeadroomdError::Status {
+                    code: tonic::Code::NotFound,
+                    ..
+                }) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// headroomd forgets a Pod that is gone.

@@ -310,6 +310,16 @@ pub fn finish(store: &mut Store, key: &str, result: Result<(), String>) {
                 .record(pod, NORMAL, reasons::RESIZE_COMPLETED, text, KUBELET);
         }
         Err(error) => {
+            // The cgroups still hold what was last written (the actuator is all-or-nothing):
+            // the allocation goes back to it, so the node counts what runs and asking again
+            // actuates again instead of answering Completed for unwritten cgroups.
+            for status in pod
+                .status
+                .iter_mut()
+                .flat_map(|s| s.container_statuses.iter_mut().flatten())
+            {
+                status.allocated_resources = status.resources.as_ref().and_then(|r| r.requests.clone());
+            }
             set_condition(
                 pod,
                 CONDITION_RESIZE_IN_PROGRESS,
