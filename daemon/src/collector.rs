@@ -44,6 +44,10 @@ pub struct ProbeReport {
     pub programs_total: usize,
     /// The probes' own counters (ring buffer and map overflows, failed kernel reads).
     pub health: ProbeHealth,
+    /// Kernel memory of all probe maps (fdinfo `memlock`), bytes.
+    pub map_memory_bytes: u64,
+    /// Cgroups the per-cgroup maps hold.
+    pub map_cgroups: u32,
     /// Why the last map read failed, if it did.
     pub read_error: Option<String>,
     /// When the collector last read the probes.
@@ -231,11 +235,27 @@ impl State {
             Ok(h) => (h, None),
             Err(e) => (self.report.load().health, Some(e.to_string())),
         };
+        let before = self.report.load().health;
+        if health.stats_dropped > before.stats_dropped {
+            warn!(
+                lost = health.stats_dropped - before.stats_dropped,
+                max_cgroups = probes.sizing.cgroups,
+                "probe per-cgroup map full: counter updates lost (raise --max-cgroups)"
+            );
+        }
+        if health.events_dropped > before.events_dropped {
+            warn!(
+                lost = health.events_dropped - before.events_dropped,
+                "probe ring buffer full: events lost"
+            );
+        }
         let mut report = ProbeReport {
             loaded: true,
             programs_attached: probes.attached(),
             programs_total: probes.programs.len(),
             health,
+            map_memory_bytes: probes.memory.iter().map(|m| m.memlock).sum(),
+            map_cgroups: probes.sizing.cgroups,
             read_error: health_error,
             updated_at: Some(Instant::now()),
             stats: HashMap::new(),

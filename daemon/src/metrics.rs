@@ -318,9 +318,23 @@ impl SnapshotCollector {
         scalar(
             encoder,
             "headroom_probe_map_full",
-            "Counter updates lost because the per-cgroup map was full (MAX_CGROUPS).",
+            "Counter updates lost because the per-cgroup map was full (sized at load: --max-cgroups).",
             true,
             report.health.stats_dropped as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_map_memory_bytes",
+            "Kernel memory of all probe maps, as the kernel accounts it (fdinfo memlock).",
+            false,
+            report.map_memory_bytes as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_map_cgroups",
+            "Cgroups the per-cgroup probe maps hold (sized at load; a full map counts in headroom_probe_map_full).",
+            false,
+            f64::from(report.map_cgroups),
         )?;
         scalar(
             encoder,
@@ -761,6 +775,8 @@ mod tests {
                 stats_dropped: 2,
                 read_failures: 1,
             },
+            map_memory_bytes: 4096,
+            map_cgroups: 256,
             read_error: None,
             updated_at: Some(Instant::now()),
             stats: [(key, stats)].into_iter().collect(),
@@ -780,6 +796,8 @@ mod tests {
             "headroom_probe_events_dropped_total 3".to_string(),
             "headroom_probe_map_full_total 2".to_string(),
             "headroom_probe_read_failures_total 1".to_string(),
+            "headroom_probe_map_memory_bytes 4096".to_string(),
+            "headroom_probe_map_cgroups 256".to_string(),
             "headroom_probe_programs_attached 6".to_string(),
             "headroom_probe_programs 7".to_string(),
             "headroom_probes_loaded 1".to_string(),

@@ -51,6 +51,8 @@ pub struct NodeOptions {
     pub config: Config,
     /// Probes policy.
     pub probes: ProbeMode,
+    /// Cgroups the probes' per-cgroup maps hold (`None`: sized from the cgroups present).
+    pub max_cgroups: Option<u32>,
     /// Where cgroups are mounted (normally `/sys/fs/cgroup`).
     pub cgroup_mount: PathBuf,
     /// Pod cgroup roots the actuator may write (default: headroom's standalone roots).
@@ -69,6 +71,7 @@ impl NodeOptions {
         Self {
             config,
             probes: ProbeMode::default(),
+            max_cgroups: None,
             cgroup_mount: PathBuf::from(headroom_cgroupfs::setup::DEFAULT_MOUNT),
             roots: None,
             intent_dir: PathBuf::from("/run/headroom/intents"),
@@ -143,6 +146,7 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
             // Loading runs the verifier (~0.2 s): off the async workers.
             let probe_options = ProbeOptions {
                 cgroup_mount: options.cgroup_mount.clone(),
+                max_cgroups: options.max_cgroups,
                 ..ProbeOptions::default()
             };
             let loaded = tokio::task::spawn_blocking(move || {

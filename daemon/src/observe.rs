@@ -30,6 +30,9 @@ pub struct ObserveArgs {
     /// Keep the probes' aya-log diagnostics (debug level).
     #[arg(long)]
     pub probe_log: bool,
+    /// Cgroups the probes' per-cgroup maps hold (default: those present plus a quarter).
+    #[arg(long, value_name = "N")]
+    pub max_cgroups: Option<u32>,
 }
 
 /// One OOM kill the probes reported.
@@ -211,6 +214,7 @@ pub fn run(args: &ObserveArgs) -> Result<()> {
     let options = ProbeOptions {
         btf_path: args.btf.clone(),
         probe_log: args.probe_log,
+        max_cgroups: args.max_cgroups,
         ..ProbeOptions::default()
     };
     let mut probes = Probes::load(&options).context("cannot observe")?;

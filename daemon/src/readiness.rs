@@ -177,6 +177,8 @@ mod tests {
             programs_attached: attached,
             programs_total: 7,
             health: Default::default(),
+            map_memory_bytes: 0,
+            map_cgroups: 0,
             read_error: None,
             updated_at: read.map(|d| now - d),
             stats: HashMap::new(),

@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// Whether the eBPF probes must load.
     #[arg(long, value_enum, default_value_t = ProbeMode::IfAvailable)]
     pub probes: ProbeMode,
+    /// Cgroups the probes' per-cgroup maps hold (default: those present at start plus a
+    /// quarter). Their per-CPU values make this the probes' kernel memory: about 620 bytes per
+    /// cgroup and CPU. A full map is counted (`headroom_probe_map_full_total`) and WARNed.
+    #[arg(long, value_name = "N")]
+    pub max_cgroups: Option<u32>,
     /// Directory of the actuator's intent records (crash recovery).
     #[arg(long, value_name = "DIR", default_value = "/run/headroom/intents")]
     pub intent_dir: PathBuf,
@@ -155,6 +160,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         };
         let mut options = NodeOptions::new(config);
         options.probes = args.probes;
+        options.max_cgroups = args.max_cgroups;
         options.intent_dir = args.intent_dir.clone();
         if kube_client.is_some() {
             kube_source::prime(&options.pod_source);

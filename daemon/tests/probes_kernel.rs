@@ -20,10 +20,14 @@ use support::{
 };
 
 fn load_probes(test: &str) -> Option<Probes> {
+    load_probes_with(test, &ProbeOptions::default())
+}
+
+fn load_probes_with(test: &str, options: &ProbeOptions) -> Option<Probes> {
     if skip_reason(test).is_some() {
         return None;
     }
-    match Probes::load(&ProbeOptions::default()) {
+    match Probes::load(options) {
         Ok(probes) => {
             let names = |attached: bool| {
                 probes
@@ -416,4 +420,59 @@ fn every_probe_attaches_on_this_kernel() {
         "no pointer chain broke"
     );
     passed("every_probe_attaches");
+}
+
+/// The per-cgroup maps take the size asked for, and their kernel memory (fdinfo `memlock`, the
+/// kernel's own accounting) grows with cgroups times CPUs: each added cgroup costs at least
+/// one `CgroupStats` and one `RunqSlot` value on every possible CPU.
+#[test]
+fn maps_are_sized_at_load_and_their_memory_is_the_kernels() {
+    let _serial = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "map_sizing";
+    let options = |n| ProbeOptions {
+        max_cgroups: Some(n),
+        ..ProbeOptions::default()
+    };
+    let Some(small) = load_probes_with(test, &options(512)) else {
+        return;
+    };
+    let small_memory = small.memory.clone();
+    drop(small);
+    let Some(large) = load_probes_with(test, &options(1024)) else {
+        return;
+    };
+    let of = |memory: &[headroomd::probes::MapMemory], map: &str| {
+        memory
+            .iter()
+            .find(|m| m.map == map)
+            .unwrap_or_else(|| panic!("{map} has no kernel memory figure: {memory:?}"))
+            .clone()
+    };
+    assert_eq!(of(&small_memory, "CGROUP_STATS").max_entries, 512);
+    assert_eq!(of(&small_memory, "RUNQ_SLOT").max_entries, 512);
+    assert_eq!(of(&large.memory, "CGROUP_STATS").max_entries, 1024);
+    assert_eq!(of(&large.memory, "THROTTLED_SINCE").max_entries, 1024);
+    let cpus = aya::util::nr_cpus().unwrap() as u64;
+    let per_cgroup_and_cpu =
+        (std::mem::size_of::<CgroupStats>() + std::mem::size_of::<headroom_common::RunqSlot>()) as u64;
+    let total = |memory: &[headroomd::probes::MapMemory]| memory.iter().map(|m| m.memlock).sum::<u64>();
+    let growth = total(&large.memory) - total(&small_memory);
+    for m in &large.memory {
+        record(&format!(
+            "headroom-map test={test} cpus={cpus} map={} max_entries={} memlock={}",
+            m.map, m.max_entries, m.memlock
+        ));
+    }
+    record(&format!(
+        "headroom-map-total test={test} cpus={cpus} cgroups=512 bytes={} cgroups=1024 bytes={} growth_per_cgroup_and_cpu={}",
+        total(&small_memory),
+        total(&large.memory),
+        growth / 512 / cpus
+    ));
+    assert!(
+        growth >= 512 * cpus * per_cgroup_and_cpu,
+        "512 more cgroups cost {growth} bytes, less than their per-CPU values ({} each on {cpus} CPUs)",
+        per_cgroup_and_cpu
+    );
+    passed(test);
 }

@@ -8,13 +8,13 @@ pub mod btf;
 use crate::error_chain;
 use std::{
     collections::{HashMap, HashSet},
-    os::fd::OwnedFd,
-    path::PathBuf,
+    os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd},
+    path::{Path, PathBuf},
 };
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf},
+    maps::{Array, Map, MapData, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::BtfTracePoint,
 };
 use headroom_common::{
@@ -90,6 +90,9 @@ pub struct ProbeOptions {
     pub probe_log: bool,
     /// Turn on kernel BPF run-time statistics (`bpf_prog_info.run_time_ns`/`run_cnt`).
     pub run_time_stats: bool,
+    /// Cgroups the per-cgroup maps hold; `None`: sized from the cgroups present at load
+    /// ([`MapSizing::for_cgroups`]).
+    pub max_cgroups: Option<u32>,
 }
 
 impl Default for ProbeOptions {
@@ -99,7 +102,131 @@ impl Default for ProbeOptions {
             cgroup_mount: PathBuf::from(headroom_cgroupfs::setup::DEFAULT_MOUNT),
             probe_log: false,
             run_time_stats: false,
+            max_cgroups: None,
         }
+    }
+}
+
+/// Entries of the per-cgroup maps, chosen at load time.
+///
+/// The per-CPU maps ([`CgroupStats`] and [`RunqSlot`] values, about 620 bytes per cgroup and
+/// CPU) dominate the probes' kernel memory, so their size follows the node: a compiled-in
+/// 16,384 entries cost 6.7 MiB per CPU whatever the node runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MapSizing {
+    /// `max_entries` of `CGROUP_STATS` and `THROTTLED_SINCE` (keys: one per cgroup and
+    /// hierarchy the probes count in).
+    pub cgroups: u32,
+    /// `max_entries` of `RUNQ_SLOT`, indexed by the cpu controller's css id. css ids are dense
+    /// (the lowest free id is reused), so as many slots as cgroups cover them; a css with a
+    /// larger id falls back to `CGROUP_STATS`.
+    pub runq_slots: u32,
+}
+
+impl MapSizing {
+    /// Fewest entries: a node starting nearly empty still has room for its first Pods.
+    pub const MIN_CGROUPS: u32 = 256;
+    /// Most entries (the compiled-in size).
+    pub const MAX_CGROUPS: u32 = headroom_common::MAX_CGROUPS;
+
+    /// Room for `present` cgroups plus a quarter for the Pods still to come, rounded up to 64,
+    /// within [`Self::MIN_CGROUPS`]..=[`Self::MAX_CGROUPS`]. A full map is counted
+    /// (`stats_dropped`), not silent.
+    pub fn for_cgroups(present: u32) -> Self {
+        let wanted = present
+            .saturating_add(present / 4)
+            .div_ceil(64)
+            .saturating_mul(64);
+        Self::exactly(wanted)
+    }
+
+    /// Exactly `cgroups` entries (clamped to the range the probes support).
+    pub fn exactly(cgroups: u32) -> Self {
+        let cgroups = cgroups.clamp(Self::MIN_CGROUPS, Self::MAX_CGROUPS);
+        Self {
+            cgroups,
+            runq_slots: cgroups.min(RUNQ_SLOTS),
+        }
+    }
+}
+
+/// Cgroup directories under `mount` (every hierarchy on v1), bounded by `limit`: the walk
+/// stops there, so a huge tree costs no more than the largest size the maps take.
+pub fn count_cgroups(mount: &Path, limit: u32) -> u32 {
+    let mut count = 0u32;
+    let mut stack = vec![mount.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            // file_type does not follow symlinks: v1's `cpu -> cpu,cpuacct` is walked once.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                count += 1;
+                if count >= limit {
+                    return count;
+                }
+                stack.push(entry.path());
+            }
+        }
+    }
+    count
+}
+
+/// One probe map's kernel memory, as the kernel accounts it (`memlock` in the map fd's fdinfo).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MapMemory {
+    /// Map name in the object.
+    pub map: String,
+    /// `max_entries`.
+    pub max_entries: u32,
+    /// Bytes.
+    pub memlock: u64,
+}
+
+/// `memlock` of the map behind `fd`, from `/proc/self/fdinfo`.
+fn fdinfo_memlock(fd: BorrowedFd<'_>) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse::<u64>().ok())
+    };
+    Some((u32::try_from(field("max_entries:")?).ok()?, field("memlock:")?))
+}
+
+/// The map data behind any map the object can hold.
+fn map_data(map: &Map) -> &MapData {
+    match map {
+        Map::Array(d)
+        | Map::ArrayOfMaps(d)
+        | Map::BloomFilter(d)
+        | Map::CgroupArray(d)
+        | Map::CgroupStorage(d)
+        | Map::CgrpStorage(d)
+        | Map::CpuMap(d)
+        | Map::DevMap(d)
+        | Map::DevMapHash(d)
+        | Map::HashMap(d)
+        | Map::HashOfMaps(d)
+        | Map::InodeStorage(d)
+        | Map::LpmTrie(d)
+        | Map::LruHashMap(d)
+        | Map::PerCpuArray(d)
+        | Map::PerCpuCgroupStorage(d)
+        | Map::PerCpuHashMap(d)
+        | Map::PerCpuLruHashMap(d)
+        | Map::PerfEventArray(d)
+        | Map::ProgramArray(d)
+        | Map::Queue(d)
+        | Map::ReusePortSockArray(d)
+        | Map::RingBuf(d)
+        | Map::SockHash(d)
+        | Map::SockMap(d)
+        | Map::SkStorage(d)
+        | Map::Stack(d)
+        | Map::StackTraceMap(d)
+        | Map::Unsupported(d)
+        | Map::XskMap(d) => d,
     }
 }
 
@@ -150,6 +277,10 @@ pub struct Probes {
     pub runq_model: RunqModel,
     /// Per-program load and attach results.
     pub programs: Vec<ProgramStatus>,
+    /// How the per-cgroup maps were sized.
+    pub sizing: MapSizing,
+    /// Every map's kernel memory, read once after loading: preallocated maps keep it.
+    pub memory: Vec<MapMemory>,
     /// Things that work but less well than they could (missing optional kernel fields).
     pub warnings: Vec<String>,
     /// Removed cgroups whose run-queue slot copies may still carry their key (a CPU restarts
@@ -206,8 +337,16 @@ impl Probes {
             None
         };
 
+        let sizing = match options.max_cgroups {
+            Some(n) => MapSizing::exactly(n),
+            None => MapSizing::for_cgroups(count_cgroups(&options.cgroup_mount, MapSizing::MAX_CGROUPS)),
+        };
         let mut loader = EbpfLoader::new();
         loader.override_global("HEADROOM_CONFIG", &config, true);
+        loader
+            .map_max_entries("CGROUP_STATS", sizing.cgroups)
+            .map_max_entries("THROTTLED_SINCE", sizing.cgroups)
+            .map_max_entries("RUNQ_SLOT", sizing.runq_slots);
         if !options.probe_log {
             // Level 0: every log call is dead code and the verifier drops it.
             loader.override_global(aya_log::LEVEL, &0u8, false);
@@ -262,14 +401,7 @@ impl Probes {
                     reason: e.to_string(),
                 })
             })?;
-        info!(
-            version = ?host.version,
-            ?throttle_model,
-            runq_model = if config.runq_model == RunqModel::SchedInfo as u32 { "sched_info" } else { "wakeup map" },
-            attached = programs.iter().filter(|p| p.error.is_none()).count(),
-            "probes loaded"
-        );
-        Ok(Self {
+        let probes = Self {
             ebpf,
             events,
             logger,
@@ -278,9 +410,50 @@ impl Probes {
             throttle_model,
             runq_model,
             programs,
+            sizing,
+            memory: Vec::new(),
             warnings,
             forgotten: HashSet::new(),
-        })
+        };
+        let mut probes = probes;
+        probes.memory = probes.map_memory();
+        let memory = &probes.memory;
+        info!(
+            cgroups = sizing.cgroups,
+            runq_slots = sizing.runq_slots,
+            cpus = aya::util::nr_cpus().unwrap_or(0),
+            total_bytes = memory.iter().map(|m| m.memlock).sum::<u64>(),
+            "probe maps' kernel memory"
+        );
+        info!(
+            version = ?probes.host.version,
+            throttle_model = ?probes.throttle_model,
+            runq_model = if config.runq_model == RunqModel::SchedInfo as u32 { "sched_info" } else { "wakeup map" },
+            attached = probes.programs.iter().filter(|p| p.error.is_none()).count(),
+            "probes loaded"
+        );
+        Ok(probes)
+    }
+
+    /// Every probe map's kernel memory, from the kernel's own accounting (fdinfo `memlock`).
+    pub fn map_memory(&self) -> Vec<MapMemory> {
+        let maps = self
+            .ebpf
+            .maps()
+            .map(|(name, map)| (name.to_string(), map_data(map).fd().as_fd()))
+            .chain(std::iter::once(("EVENTS".to_string(), self.events.as_fd())));
+        let mut out: Vec<MapMemory> = maps
+            .filter_map(|(map, fd)| {
+                let (max_entries, memlock) = fdinfo_memlock(fd)?;
+                Some(MapMemory {
+                    map,
+                    max_entries,
+                    memlock,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.map.cmp(&b.map));
+        out
     }
 
     /// Cumulative counters of every cgroup seen so far, summed over CPUs.
@@ -327,7 +500,7 @@ impl Probes {
         let end = u32::try_from(used)
             .unwrap_or(RUNQ_SLOTS)
             .saturating_add(RUNQ_SLOTS_MARGIN)
-            .min(RUNQ_SLOTS);
+            .min(self.sizing.runq_slots);
         let map = self.ebpf.map("RUNQ_SLOT").ok_or(ProbeError::Map {
             name: "RUNQ_SLOT",
             reason: "missing".into(),
