@@ -433,12 +433,18 @@ fn maps_are_sized_at_load_and_their_memory_is_the_kernels() {
         max_cgroups: Some(n),
         ..ProbeOptions::default()
     };
-    let Some(small) = load_probes_with(test, &options(512)) else {
+    // Each size loaded on its own (one set of probes at a time), its maps' kernel figures kept.
+    let memory_at =
+        |cgroups: u32| load_probes_with(test, &options(cgroups)).map(|probes| probes.memory.clone());
+    let Some(small) = memory_at(512) else {
         return;
     };
-    let small_memory = small.memory.clone();
-    drop(small);
-    let Some(large) = load_probes_with(test, &options(1024)) else {
+    let Some(large) = memory_at(1024) else {
+        return;
+    };
+    // As headroomd sizes the maps at start on a node with 500 cgroups (the target).
+    let node_cgroups = headroomd::probes::MapSizing::for_cgroups(500).cgroups;
+    let Some(node) = memory_at(node_cgroups) else {
         return;
     };
     let of = |memory: &[headroomd::probes::MapMemory], map: &str| {
@@ -448,25 +454,27 @@ fn maps_are_sized_at_load_and_their_memory_is_the_kernels() {
             .unwrap_or_else(|| panic!("{map} has no kernel memory figure: {memory:?}"))
             .clone()
     };
-    assert_eq!(of(&small_memory, "CGROUP_STATS").max_entries, 512);
-    assert_eq!(of(&small_memory, "RUNQ_SLOT").max_entries, 512);
-    assert_eq!(of(&large.memory, "CGROUP_STATS").max_entries, 1024);
-    assert_eq!(of(&large.memory, "THROTTLED_SINCE").max_entries, 1024);
+    assert_eq!(of(&small, "CGROUP_STATS").max_entries, 512);
+    assert_eq!(of(&small, "RUNQ_SLOT").max_entries, 512);
+    assert_eq!(of(&large, "CGROUP_STATS").max_entries, 1024);
+    assert_eq!(of(&large, "THROTTLED_SINCE").max_entries, 1024);
+    assert_eq!(of(&node, "CGROUP_STATS").max_entries, node_cgroups);
     let cpus = aya::util::nr_cpus().unwrap() as u64;
     let per_cgroup_and_cpu =
         (std::mem::size_of::<CgroupStats>() + std::mem::size_of::<headroom_common::RunqSlot>()) as u64;
     let total = |memory: &[headroomd::probes::MapMemory]| memory.iter().map(|m| m.memlock).sum::<u64>();
-    let growth = total(&large.memory) - total(&small_memory);
-    for m in &large.memory {
+    let growth = total(&large) - total(&small);
+    for m in &node {
         record(&format!(
             "headroom-map test={test} cpus={cpus} map={} max_entries={} memlock={}",
             m.map, m.max_entries, m.memlock
         ));
     }
     record(&format!(
-        "headroom-map-total test={test} cpus={cpus} cgroups=512 bytes={} cgroups=1024 bytes={} growth_per_cgroup_and_cpu={}",
-        total(&small_memory),
-        total(&large.memory),
+        "headroom-map-total test={test} cpus={cpus} bytes_512={} bytes_1024={} node_cgroups={node_cgroups} bytes_node_500={} growth_per_cgroup_and_cpu={}",
+        total(&small),
+        total(&large),
+        total(&node),
         growth / 512 / cpus
     ));
     assert!(

@@ -78,6 +78,13 @@ enum Task {
         #[arg(long)]
         guest_only: bool,
     },
+    /// The probes' map memory in qemu guests with many vCPUs (TCG): per-CPU growth and the
+    /// 64-CPU, 500-cgroup figure, in target/kernels/maps.md.
+    VmMaps {
+        /// vCPU counts to boot.
+        #[arg(long, value_delimiter = ',', default_values_t = [16, 64])]
+        cpus: Vec<u32>,
+    },
     /// Soak test: continuous preempting resizes on a standalone node (root), figures in
     /// target/bench/soak.json.
     Soak {
@@ -122,6 +129,11 @@ fn main() -> Result<()> {
             setup::install_missing()?;
             build_ebpf(&root)?;
             vm::kernel_tests(&root, guest_only, write_docs)
+        }
+        Task::VmMaps { cpus } => {
+            setup::install_missing()?;
+            build_ebpf(&root)?;
+            vm::map_memory(&root, &cpus)
         }
         Task::Soak { minutes } => {
             setup::install_missing()?;

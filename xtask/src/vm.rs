@@ -76,15 +76,15 @@ struct Kernel {
     modules: PathBuf,
 }
 
-/// Runs `tests` in a 6.1 guest; fails unless every one of them exits 0 inside it.
-pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration) -> Result<GuestRun> {
+/// Runs `tests` in a 6.1 guest with `cpus` vCPUs; fails unless every one of them exits 0 inside it.
+pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration, cpus: u32) -> Result<GuestRun> {
     let vm_dir = root.join("target/vm");
     fs::create_dir_all(&vm_dir).with_context(|| format!("create {}", vm_dir.display()))?;
     ensure_tools()?;
     let kernel = kernel(&vm_dir)?;
     let initramfs = initramfs(&vm_dir, &kernel, tests)?;
     let disk = scratch_disk(&vm_dir)?;
-    let result = boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit);
+    let result = boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit, cpus);
     // Made afresh each run; what the tests wrote to it is of no use afterwards.
     let _ = fs::remove_file(&disk);
     result
@@ -535,8 +535,10 @@ fn boot(
     disk: &Path,
     tests: &[GuestTest],
     limit: Duration,
+    cpus: u32,
 ) -> Result<GuestRun> {
     let mut qemu = Command::new("qemu-system-x86_64");
+    let cpus = cpus.to_string();
     // KVM hangs on these machines (see the notes): TCG, one host thread per vCPU.
     qemu.args([
         "-accel",
@@ -544,7 +546,7 @@ fn boot(
         "-cpu",
         "max",
         "-smp",
-        "2",
+        &cpus,
         "-m",
         "2048",
     ])
@@ -1047,7 +1049,7 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
         .ok()
         .and_then(|v| v.parse().ok())
         .map_or(GUEST_LIMIT, Duration::from_secs);
-    let guest_result = vm_test(root, &tests, limit);
+    let guest_result = vm_test(root, &tests, limit, 2);
     let guest = match &guest_result {
         Ok(run) => KernelReport::parse("qemu guest (TCG)", run.console.iter().map(String::as_str)),
         Err(_) => {
@@ -1159,4 +1161,121 @@ mod tests {
         assert!(module_depends(&file).unwrap().is_empty());
         let _ = fs::remove_dir_all(&dir);
     }
+}
+
+/// The probes' map memory on many-CPU guests (`-smp` 16 and 64, TCG): `probes_kernel`'s
+/// map-sizing test in each, its kernel figures (fdinfo `memlock`) compared, the per-CPU growth
+/// printed and written to `target/kernels/maps.md`.
+pub(crate) fn map_memory(root: &Path, cpu_counts: &[u32]) -> Result<()> {
+    let binary = test_binaries(root, &[("headroom-daemon", "probes_kernel")])?.remove(0);
+    let mut rows: Vec<MapTotals> = Vec::new();
+    for &cpus in cpu_counts {
+        progress(&format!("vm maps: probes in a {cpus}-vCPU guest"));
+        let test = GuestTest {
+            name: "probes_kernel".into(),
+            binary: binary.clone(),
+            args: [
+                "--exact",
+                "maps_are_sized_at_load_and_their_memory_is_the_kernels",
+                "--test-threads=1",
+                "--nocapture",
+            ]
+            .map(String::from)
+            .to_vec(),
+            expect: vec!["headroom-map-total ".into()],
+            reject: Vec::new(),
+            on_disk: false,
+        };
+        let run = vm_test(root, &[test], GUEST_LIMIT, cpus)?;
+        let totals = run
+            .console
+            .iter()
+            .find_map(|l| MapTotals::parse(l))
+            .with_context(|| format!("the {cpus}-vCPU guest printed no headroom-map-total record"))?;
+        if totals.cpus != u64::from(cpus) {
+            bail!("the {cpus}-vCPU guest's probes saw {} CPUs", totals.cpus);
+        }
+        rows.push(totals);
+    }
+    let table = render_map_table(&rows);
+    print!("{table}");
+    let out = root.join("target/kernels/maps.md");
+    fs::create_dir_all(out.parent().unwrap_or(root))?;
+    fs::write(&out, &table).with_context(|| format!("write {}", out.display()))?;
+    progress(&format!("vm maps: table in {}", out.display()));
+    Ok(())
+}
+
+/// One `headroom-map-total` record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MapTotals {
+    pub cpus: u64,
+    /// Kernel memory of every map: sized for 512 and 1,024 cgroups, and as headroomd sizes
+    /// them for a node with 500 cgroups.
+    pub at_512: u64,
+    pub at_1024: u64,
+    pub node_500: u64,
+    pub growth_per_cgroup_and_cpu: u64,
+}
+
+impl MapTotals {
+    pub(crate) fn parse(line: &str) -> Option<Self> {
+        let (_, record) = line.split_once("headroom-map-total ")?;
+        let value = |name: &str| {
+            fields(record).find_map(|(k, v)| (k == name).then(|| v.parse::<u64>().ok()).flatten())
+        };
+        Some(Self {
+            cpus: value("cpus")?,
+            at_512: value("bytes_512")?,
+            at_1024: value("bytes_1024")?,
+            node_500: value("bytes_node_500")?,
+            growth_per_cgroup_and_cpu: value("growth_per_cgroup_and_cpu")?,
+        })
+    }
+}
+
+/// The target: all probe maps within 32 MiB on a 64-CPU node with 500 cgroups.
+const MAP_TARGET_BYTES: u64 = 32 << 20;
+
+fn render_map_table(rows: &[MapTotals]) -> String {
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20));
+    let mut out = String::from(
+        "| vCPUs | maps at 512 cgroups | at 1,024 | node with 500 cgroups (as sized at load) | growth per cgroup and CPU |\n|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} B |\n",
+            r.cpus,
+            mib(r.at_512),
+            mib(r.at_1024),
+            mib(r.node_500),
+            r.growth_per_cgroup_and_cpu
+        ));
+    }
+    // Per-CPU growth between the two largest guests, and the fixed part it leaves.
+    if let [.., a, b] = rows
+        && b.cpus > a.cpus
+    {
+        let per_cpu = b.node_500.saturating_sub(a.node_500) / (b.cpus - a.cpus);
+        let fixed = a.node_500.saturating_sub(per_cpu * a.cpus);
+        out.push_str(&format!(
+            "\nnode with 500 cgroups: {} per CPU + {} fixed (from the {}- and {}-vCPU guests)\n",
+            mib(per_cpu),
+            mib(fixed),
+            a.cpus,
+            b.cpus
+        ));
+    }
+    if let Some(r) = rows.iter().find(|r| r.cpus == 64) {
+        out.push_str(&format!(
+            "target: all maps <= 32 MiB on 64 CPUs with 500 cgroups: {} (measured {})\n",
+            if r.node_500 <= MAP_TARGET_BYTES {
+                "MET"
+            } else {
+                "NOT MET"
+            },
+            mib(r.node_500)
+        ));
+    }
+    out
 }

@@ -121,7 +121,19 @@ pub struct MapSizing {
     /// (the lowest free id is reused), so as many slots as cgroups cover them; a css with a
     /// larger id falls back to `CGROUP_STATS`.
     pub runq_slots: u32,
+    /// `max_entries` of `RQ_THROTTLED` (an LRU of throttled run queues, one per cgroup and CPU
+    /// while throttled): eight per cgroup at once on average, so a throttled cgroup spread
+    /// over many CPUs does not push out the others' open episodes.
+    pub throttled_queues: u32,
 }
+
+/// Entries of the maps keyed by thread, for threads caught in the middle of something: in
+/// the sched_info model `RUNNABLE_SINCE` holds only threads switched out throttled and not
+/// back yet, and `RECLAIM_SINCE` only threads inside reclaim at this moment. Thousands at once
+/// is a node in trouble; preallocating 65,536 cost 5 MiB per map whatever the node did.
+pub const THREADS_IN_FLIGHT: u32 = 8_192;
+/// `RUNNABLE_SINCE` in the wakeup-map model, which keeps an entry per thread.
+pub const THREADS_ALL: u32 = 65_536;
 
 impl MapSizing {
     /// Fewest entries: a node starting nearly empty still has room for its first Pods.
@@ -146,6 +158,7 @@ impl MapSizing {
         Self {
             cgroups,
             runq_slots: cgroups.min(RUNQ_SLOTS),
+            throttled_queues: cgroups.saturating_mul(8).min(Self::MAX_CGROUPS),
         }
     }
 }
@@ -346,7 +359,17 @@ impl Probes {
         loader
             .map_max_entries("CGROUP_STATS", sizing.cgroups)
             .map_max_entries("THROTTLED_SINCE", sizing.cgroups)
-            .map_max_entries("RUNQ_SLOT", sizing.runq_slots);
+            .map_max_entries("RQ_THROTTLED", sizing.throttled_queues)
+            .map_max_entries("RUNQ_SLOT", sizing.runq_slots)
+            .map_max_entries(
+                "RUNNABLE_SINCE",
+                if runq_model == RunqModel::WakeupMap {
+                    THREADS_ALL
+                } else {
+                    THREADS_IN_FLIGHT
+                },
+            )
+            .map_max_entries("RECLAIM_SINCE", THREADS_IN_FLIGHT);
         if !options.probe_log {
             // Level 0: every log call is dead code and the verifier drops it.
             loader.override_global(aya_log::LEVEL, &0u8, false);
