@@ -562,7 +562,7 @@ fn boot(
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     progress(&format!(
-        "vm: booting {} under qemu TCG (2 vCPUs, 2 GiB, pure cgroup v2), limit {} s",
+        "vm: booting {} under qemu TCG ({cpus} vCPUs, 2 GiB, pure cgroup v2), limit {} s",
         kernel.package,
         limit.as_secs()
     ));
