@@ -50,6 +50,8 @@ pub struct DocumentError {
 pub enum ClusterFileError {
     #[error("{} bad document(s); nothing was used:\n{}", .0.len(), join_lines(.0))]
     Documents(Vec<DocumentError>),
+    #[error("the file is {bytes} bytes, more than the {max} taken")]
+    TooLarge { bytes: usize, max: usize },
     #[error("pod {0} is not in the cluster file")]
     PodNotFound(String),
     #[error("pod {pod} is on node {node:?}, which is not in the cluster file")]
@@ -82,15 +84,42 @@ fn join_lines(errors: &[DocumentError]) -> String {
         .join("\n")
 }
 
-/// Parses every document; any error in any document fails the whole file.
+/// Largest cluster file taken (a node's objects are far smaller; `kubectl get -o yaml` of 1,000
+/// Pods is about 10 MiB).
+pub const MAX_FILE_BYTES: usize = 16 << 20;
+/// Most objects in one file: a node runs at most a few hundred Pods (the kubelet's default
+/// `maxPods` is 110).
+pub const MAX_OBJECTS: usize = 5_000;
+/// Most containers (init, regular, ephemeral) in one Pod. The API server sets no number, but a
+/// Pod is one etcd object of at most 1.5 MiB; beyond this it is an attack, not a workload, and
+/// each container is a process on a standalone node.
+pub const MAX_CONTAINERS_PER_POD: usize = 128;
+
+/// Parses every document; any error in any document fails the whole file. Objects of a kind
+/// are keyed by namespace and name, as in the API server: a second one with the same name is
+/// refused, and so is a Pod with two containers of one name.
 pub fn parse_cluster(text: &str) -> Result<ClusterFile, ClusterFileError> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(ClusterFileError::TooLarge {
+            bytes: text.len(),
+            max: MAX_FILE_BYTES,
+        });
+    }
     let mut cluster = ClusterFile::default();
     let mut errors = Vec::new();
+    let mut seen = Seen::default();
     for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let index = i + 1;
+        if seen.objects >= MAX_OBJECTS {
+            errors.push(DocumentError {
+                index,
+                message: format!("more than {MAX_OBJECTS} objects in one file"),
+            });
+            break;
+        }
         match serde_yaml::Value::deserialize(document) {
             Ok(serde_yaml::Value::Null) => {} // an empty document ("---" at the end)
-            Ok(value) => add_object(&mut cluster, value, index, &mut errors),
+            Ok(value) => add_object(&mut cluster, value, index, &mut errors, &mut seen),
             Err(e) => {
                 errors.push(DocumentError {
                     index,
@@ -107,11 +136,86 @@ pub fn parse_cluster(text: &str) -> Result<ClusterFile, ClusterFileError> {
     }
 }
 
+/// Objects met so far: how many, and the document each (kind, namespace, name) came from.
+#[derive(Default)]
+struct Seen {
+    objects: usize,
+    names: std::collections::HashMap<(String, String, String), usize>,
+}
+
+impl Seen {
+    /// `Err` naming the earlier document when the object's kind, namespace and name were seen.
+    fn first(&mut self, kind: &str, value: &serde_yaml::Value, index: usize) -> Result<(), String> {
+        let meta = |field: &str| {
+            value
+                .get("metadata")
+                .and_then(|m| m.get(field))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        let Some(name) = meta("name") else {
+            return Ok(()); // reported as invalid by the typed parse, or nameless (Node lists)
+        };
+        // Pods and PDBs without a namespace are in "default", as kubectl apply puts them.
+        let namespace = match kind {
+            "Pod" | "PodDisruptionBudget" => meta("namespace").unwrap_or_else(|| "default".into()),
+            _ => String::new(),
+        };
+        let shown = if namespace.is_empty() {
+            name.clone()
+        } else {
+            format!("{namespace}/{name}")
+        };
+        match self.names.entry((kind.to_string(), namespace, name)) {
+            std::collections::hash_map::Entry::Occupied(e) => Err(format!(
+                "duplicate {kind} {shown} (document {} has it too)",
+                e.get()
+            )),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(index);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A Pod's containers as the API server validates them before the typed parse: at most
+/// [`MAX_CONTAINERS_PER_POD`], names unique across init, regular and ephemeral containers.
+fn check_containers(value: &serde_yaml::Value) -> Result<(), String> {
+    let mut names: Vec<&str> = Vec::new();
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
+        let Some(items) = value
+            .get("spec")
+            .and_then(|s| s.get(list))
+            .and_then(|c| c.as_sequence())
+        else {
+            continue;
+        };
+        for (i, c) in items.iter().enumerate() {
+            if names.len() >= MAX_CONTAINERS_PER_POD {
+                return Err(format!(
+                    "more than {MAX_CONTAINERS_PER_POD} containers in one Pod"
+                ));
+            }
+            let Some(name) = c.get("name").and_then(|n| n.as_str()) else {
+                continue; // the typed parse names what is missing
+            };
+            // The API server's field error for it.
+            if names.contains(&name) {
+                return Err(format!("spec.{list}[{i}].name: Duplicate value: {name:?}"));
+            }
+            names.push(name);
+        }
+    }
+    Ok(())
+}
+
 fn add_object(
     cluster: &mut ClusterFile,
     value: serde_yaml::Value,
     index: usize,
     errors: &mut Vec<DocumentError>,
+    seen: &mut Seen,
 ) {
     let field = |name: &str| {
         value
@@ -121,7 +225,23 @@ fn add_object(
             .to_string()
     };
     let (api_version, kind) = (field("apiVersion"), field("kind"));
+    if kind != "List" {
+        seen.objects += 1;
+    }
     let mut error = |message: String| errors.push(DocumentError { index, message });
+    if matches!(
+        kind.as_str(),
+        "Node" | "Pod" | "PriorityClass" | "PodDisruptionBudget"
+    ) {
+        if let Err(e) = seen.first(&kind, &value, index) {
+            return error(e);
+        }
+        if kind == "Pod"
+            && let Err(e) = check_containers(&value)
+        {
+            return error(e);
+        }
+    }
     fn typed<T: serde::de::DeserializeOwned>(value: serde_yaml::Value, kind: &str) -> Result<T, String> {
         serde_yaml::from_value(value).map_err(|e| format!("invalid {kind}: {e}"))
     }
@@ -145,7 +265,14 @@ fn add_object(
         ("v1", "List") => match value.get("items").and_then(|v| v.as_sequence()) {
             Some(items) => {
                 for item in items.clone() {
-                    add_object(cluster, item, index, errors);
+                    if seen.objects >= MAX_OBJECTS {
+                        errors.push(DocumentError {
+                            index,
+                            message: format!("more than {MAX_OBJECTS} objects in one file"),
+                        });
+                        return;
+                    }
+                    add_object(cluster, item, index, errors, seen);
                 }
             }
             None => error("v1 List without items".to_string()),
@@ -522,6 +649,66 @@ mod tests {
         let indexes: Vec<usize> = errors.iter().map(|e| e.index).collect();
         assert_eq!(indexes, [2, 3, 4], "{errors:?}");
         assert!(errors[0].message.contains("apps/v1/Deployment"));
+    }
+
+    #[test]
+    fn duplicate_objects_and_container_names_are_refused_as_the_api_server_does() {
+        let pod = |name: &str, containers: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec: {{containers: [{containers}]}}\n---\n"
+            )
+        };
+        let text = [
+            pod("a", "{name: app}"),
+            pod("b", "{name: app}, {name: side}, {name: app}"),
+            pod("a", "{name: x}"),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: other}\nspec: {containers: [{name: app}]}\n".into(),
+        ]
+        .concat();
+        let Err(ClusterFileError::Documents(errors)) = parse_cluster(&text) else {
+            panic!("accepted")
+        };
+        let found: Vec<(usize, &str)> = errors.iter().map(|e| (e.index, e.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (2, "spec.containers[2].name: Duplicate value: \"app\""),
+                (3, "duplicate Pod default/a (document 1 has it too)"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pod_with_too_many_containers_and_a_file_with_too_many_objects_are_refused() {
+        let containers: Vec<String> = (0..=MAX_CONTAINERS_PER_POD)
+            .map(|i| format!("{{name: c{i}}}"))
+            .collect();
+        let text = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: big}}\nspec: {{containers: [{}]}}\n",
+            containers.join(", ")
+        );
+        let Err(ClusterFileError::Documents(errors)) = parse_cluster(&text) else {
+            panic!("accepted")
+        };
+        assert!(
+            errors[0].message.contains("more than 128 containers"),
+            "{errors:?}"
+        );
+
+        let many: String = (0..=MAX_OBJECTS)
+            .map(|i| format!("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: p{i}}}\nvalue: 1\n---\n"))
+            .collect();
+        let Err(ClusterFileError::Documents(errors)) = parse_cluster(&many) else {
+            panic!("accepted")
+        };
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].index, MAX_OBJECTS + 1);
+
+        let huge = " ".repeat(MAX_FILE_BYTES + 1);
+        assert!(matches!(
+            parse_cluster(&huge),
+            Err(ClusterFileError::TooLarge { .. })
+        ));
     }
 
     #[test]

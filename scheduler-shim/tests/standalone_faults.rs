@@ -128,3 +128,82 @@ async fn a_failed_actuation_is_rolled_back_and_asking_again_actuates_again() {
     assert_eq!(allocated_cpu(&running), "1");
     running.stop().await.unwrap();
 }
+
+/// The cgroup hierarchy with the pids controller (v1: its own mount; v2: the unified one).
+fn pids_mount() -> PathBuf {
+    let v1 = Path::new(DEFAULT_MOUNT).join("pids");
+    if v1.join("cgroup.procs").exists() {
+        v1
+    } else {
+        PathBuf::from(DEFAULT_MOUNT)
+    }
+}
+
+/// Defect 7's shutdown panic: with every task the node may have in use (its cgroup's
+/// `pids.max` reached), SIGTERM still stops it cleanly. The clean-up ran on tokio's blocking
+/// pool, which panics (exit 101) when it cannot spawn a thread, and left the Pods running.
+#[test]
+fn sigterm_with_no_thread_to_spare_still_cleans_up() {
+    if !privileged("sigterm at pids.max") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("pod.yaml");
+    std::fs::write(&manifest, POD).unwrap();
+    let root = format!("headroom-test-faults-pids-{}", std::process::id());
+    let jail = headroom_testkit::scratch::TestCgroup::create(&pids_mount(), "pids-jail");
+    let command = format!(
+        "{} standalone --manifest {} --socket {} --headroomd-socket {} --cgroup-root {root} --probes off --grace-period 0",
+        env!("CARGO_BIN_EXE_headroom-shim"),
+        manifest.display(),
+        dir.path().join("shim.sock").display(),
+        dir.path().join("headroomd.sock").display(),
+    );
+    let mut child = headroom_testkit::scratch::spawn_in(&[&jail], &command);
+    // The Pod's cgroup appears once the manifest is applied.
+    let layout = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
+    let pod_root = Roots::standalone(Path::new(DEFAULT_MOUNT), layout, &root);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !dir.path().join("shim.sock").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the standalone node did not start"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the standalone node exited at start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // No new task from here on, and past tokio's 10 s keep-alive of idle blocking threads.
+    jail.write("pids.max", jail.read("pids.current").trim());
+    std::thread::sleep(Duration::from_secs(11));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGTERM did not stop the node"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let left: Vec<PathBuf> = pod_root
+        .dirs()
+        .paths()
+        .into_iter()
+        .map(|p| p.to_path_buf())
+        .filter(|p| p.exists())
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+}

@@ -149,8 +149,26 @@ impl Running {
         if let Some(api) = self.api.take() {
             api.shutdown().await;
         }
+        // Killing and reaping is blocking work: on a thread of its own, not tokio's blocking
+        // pool, which panics when no thread can be spawned (pids.max reached by the Pods);
+        // then inline, since the node is stopping anyway.
         let node = self.node.clone();
-        let _ = tokio::task::spawn_blocking(move || node.cleanup()).await;
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("headroom-cleanup".into())
+            .spawn(move || {
+                node.cleanup();
+                let _ = done.send(());
+            });
+        match spawned {
+            Ok(_) => {
+                let _ = finished.await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no thread for the clean-up; cleaning up on this one");
+                self.node.cleanup();
+            }
+        }
         match self.daemon.take() {
             Some(d) => d.shutdown().await.map_err(daemon_error("stop headroomd")),
             None => Ok(()),
