@@ -322,9 +322,10 @@ pub struct ProbeEvent {
     /// `bpf_ktime_get_boot_ns()` when the event fired: CLOCK_BOOTTIME, which userspace reads
     /// with `clock_gettime(CLOCK_BOOTTIME)` to tell how old the event is.
     pub timestamp_ns: u64,
-    /// For task events: the task's memory cgroup; for cgroup events: the cgroup itself.
+    /// OOM kills and reclaim stalls: the task's memory cgroup; throttle episodes: its cpu cgroup;
+    /// cgroup events: the cgroup itself.
     pub cgroup: CgroupKey,
-    /// For task events: the task's cpu cgroup; zero otherwise.
+    /// OOM kills and throttle episodes: the task's cpu cgroup; zero otherwise.
     pub cpu_cgroup: CgroupKey,
     /// `task_struct.comm` for OOM kills (zero otherwise: the other events skip the read).
     pub comm: [u8; 16],
