@@ -281,6 +281,34 @@ pub enum EventKind {
     CgroupMkdir = 2,
     /// `cgroup:cgroup_rmdir`: a cgroup was removed (`cgroup` holds it).
     CgroupRmdir = 3,
+    /// A cpu cgroup's node-wide throttle episode began: the first of its tasks switched out for
+    /// lack of CFS bandwidth while none was open (`cgroup` and `cpu_cgroup` hold the cpu cgroup,
+    /// `pid` the task's process).
+    ThrottleBegin = 4,
+    /// That episode ended: a throttled task of the cgroup switched in (or exited);
+    /// `duration_ns` is how long it was open.
+    ThrottleEnd = 5,
+    /// A task's memcg limit reclaim ended (`mm_vmscan_memcg_reclaim_end`): `cgroup` is its
+    /// memory cgroup, `duration_ns` the stall.
+    MemcgReclaimStall = 6,
+    /// A task's direct (global) reclaim ended (`mm_vmscan_direct_reclaim_end`), as above.
+    DirectReclaimStall = 7,
+}
+
+impl EventKind {
+    /// The kind of a raw `ProbeEvent::kind`, `None` for one this build does not know.
+    pub const fn from_raw(kind: u32) -> Option<Self> {
+        Some(match kind {
+            1 => Self::OomKill,
+            2 => Self::CgroupMkdir,
+            3 => Self::CgroupRmdir,
+            4 => Self::ThrottleBegin,
+            5 => Self::ThrottleEnd,
+            6 => Self::MemcgReclaimStall,
+            7 => Self::DirectReclaimStall,
+            _ => return None,
+        })
+    }
 }
 
 /// A discrete event, sent through the ring buffer (counters never are).
@@ -291,14 +319,19 @@ pub struct ProbeEvent {
     pub kind: u32,
     /// Thread group id (the process id) for task events, 0 otherwise.
     pub pid: u32,
-    /// `bpf_ktime_get_ns()` when the event fired.
+    /// `bpf_ktime_get_boot_ns()` when the event fired: CLOCK_BOOTTIME, which userspace reads
+    /// with `clock_gettime(CLOCK_BOOTTIME)` to tell how old the event is.
     pub timestamp_ns: u64,
-    /// For task events: the task's memory cgroup; for cgroup events: the cgroup itself.
+    /// OOM kills and reclaim stalls: the task's memory cgroup; throttle episodes: its cpu cgroup;
+    /// cgroup events: the cgroup itself.
     pub cgroup: CgroupKey,
-    /// For task events: the task's cpu cgroup; zero otherwise.
+    /// OOM kills and throttle episodes: the task's cpu cgroup; zero otherwise.
     pub cpu_cgroup: CgroupKey,
-    /// `task_struct.comm` for task events.
+    /// `task_struct.comm` for OOM kills (zero otherwise: the other events skip the read).
     pub comm: [u8; 16],
+    /// How long the episode or stall lasted (throttle end, reclaim stalls), nanoseconds; 0
+    /// otherwise.
+    pub duration_ns: u64,
 }
 
 /// Indexes of the `COUNTERS` per-CPU array: the probes' own health.
@@ -331,5 +364,5 @@ mod user {
     const _: () = assert!(core::mem::size_of::<super::CgroupStats>() == 8 * (2 + 32 + 2 + 5));
     const _: () = assert!(core::mem::size_of::<super::ProbeConfig>() == 4 * 30);
     const _: () = assert!(core::mem::size_of::<super::RunqSlot>() == 16 + 8 * (2 + 32));
-    const _: () = assert!(core::mem::size_of::<super::ProbeEvent>() == 4 + 4 + 8 + 16 + 16 + 16);
+    const _: () = assert!(core::mem::size_of::<super::ProbeEvent>() == 4 + 4 + 8 + 16 + 16 + 16 + 8);
 }

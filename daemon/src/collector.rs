@@ -4,6 +4,13 @@
 //! counters (sending only what changed), re-walk cgroupfs when cgroups came or went, and read
 //! the files of every Pod cgroup. Sending never blocks: a full queue drops and counts.
 //!
+//! Kernel events are pushed ([`KernelEvents::Push`], the default): between cycles the thread
+//! waits in poll(2) on the ring buffer's fd, timed out at the next cycle, and forwards the
+//! events as soon as the kernel wakes it (the probes output with the adaptive wake-up: one
+//! wake-up per burst). A wake-up drains events only; counters and files keep the cycle.
+//! [`KernelEvents::Poll`] sleeps instead and takes events at the cycle (the poll-only peer the
+//! freshness benchmark measures against).
+//!
 //! What is read at once is sent at once: the events of one drain are one batch, and so are the
 //! probe counters of one map read, each value reduced to the counters the aggregator uses
 //! ([`ProbeCounters`]); a batch holds at most a quarter of the queue ([`max_batch`]). File
@@ -59,9 +66,21 @@ pub struct ProbeReport {
 /// The newest [`ProbeReport`], shared between the collector (writer) and its readers.
 pub type ProbeReportCell = Arc<ArcSwap<ProbeReport>>;
 
+/// How kernel events reach the pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum KernelEvents {
+    /// Woken by the ring buffer: forwarded as the kernel reports them.
+    #[default]
+    Push,
+    /// Taken at each collector cycle only.
+    Poll,
+}
+
 /// Tuning of the collector.
 #[derive(Clone, Debug)]
 pub struct CollectorConfig {
+    /// Kernel events pushed or taken at the cycle.
+    pub kernel_events: KernelEvents,
     /// Time between cycles.
     pub interval: Duration,
     /// cgroupfs is walked again at least this often, even without mkdir/rmdir events (the
@@ -75,6 +94,7 @@ pub struct CollectorConfig {
 impl Default for CollectorConfig {
     fn default() -> Self {
         Self {
+            kernel_events: KernelEvents::Push,
             interval: Duration::from_millis(100),
             rewalk_every: Duration::from_secs(10),
             pod_roots: Vec::new(),
@@ -134,7 +154,13 @@ impl Collector {
                         last_walk = Instant::now();
                     }
                     state.cycle();
-                    std::thread::sleep(config.interval.saturating_sub(started.elapsed()));
+                    let next_cycle = started + config.interval;
+                    match config.kernel_events {
+                        KernelEvents::Push if state.probes.is_some() => {
+                            state.forward_events_until(next_cycle, &stop_flag);
+                        }
+                        _ => std::thread::sleep(next_cycle.saturating_duration_since(Instant::now())),
+                    }
                 }
             })?;
         Ok(Self {
@@ -197,6 +223,36 @@ impl State {
         self.send_cgroup_files();
     }
 
+    /// Until `deadline` (or a stop): waits for the ring buffer and forwards what it holds.
+    fn forward_events_until(&mut self, deadline: Instant, stop: &AtomicBool) {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        while !stop.load(Ordering::Relaxed) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let Some(probes) = self.probes.as_ref() else {
+                return;
+            };
+            // Rounded up: a timeout that rounds to 0 ms would spin until the deadline.
+            let ms = u16::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u16::MAX);
+            let mut fds = [PollFd::new(probes.events_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(ms)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => {}
+                Ok(_) => {
+                    let _span = info_span!("events").entered();
+                    self.drain_events();
+                }
+                Err(e) => {
+                    // Not expected on a ring buffer; wait the cycle out rather than spin.
+                    warn!("poll on the probes' ring buffer failed: {e}");
+                    std::thread::sleep(left);
+                    return;
+                }
+            }
+        }
+    }
+
     fn drain_events(&mut self) {
         let Some(probes) = self.probes.as_mut() else {
             return;
@@ -217,6 +273,14 @@ impl State {
         if malformed > 0 {
             warn!(malformed, "skipped malformed probe events");
         }
+        // A created cgroup is indexed before its event goes out, so the aggregator can name
+        // its Pod (a pushed event would otherwise reach it before the cycle's walk).
+        if dirty {
+            self.index.store(Arc::new(CgroupIndex::build_with(
+                &self.host.hierarchies(),
+                &self.pod_roots,
+            )));
+        }
         send_in_batches(&self.sender, batch);
         // A removed cgroup's counters are final: forget them here and in the kernel map, or
         // both grow with every Pod the node ever ran.
@@ -224,7 +288,6 @@ impl State {
             probes.forget_cgroup(&key);
             self.last_sent.remove(&key);
         }
-        self.dirty |= dirty;
     }
 
     fn send_probe_counters(&mut self) {

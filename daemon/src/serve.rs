@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use headroom_node_model::{parse_cpu_millis, parse_memory_bytes};
 
 use crate::{
+    collector::KernelEvents,
     config::{self, Config, ConfigError, ConfigIssue},
     kube_source::{self, KubeSourceError, PodsFrom},
     node::{self, NodeOptions, ProbeMode, preflight},
@@ -44,6 +45,12 @@ pub struct ServeArgs {
     /// cgroup and CPU. A full map is counted (`headroom_probe_map_full_total`) and WARNed.
     #[arg(long, value_name = "N")]
     pub max_cgroups: Option<u32>,
+    /// How kernel events (throttle episodes, reclaim stalls, OOM kills, cgroups created and
+    /// removed) reach WatchHeadroom: `push` forwards each as the ring buffer wakes the collector
+    /// (milliseconds); `poll` takes them at the collector's 100 ms cycle (the earlier behaviour,
+    /// kept as the benchmark's peer).
+    #[arg(long, value_enum, default_value_t = KernelEvents::Push)]
+    pub kernel_events: KernelEvents,
     /// Directory of the actuator's intent records (crash recovery).
     #[arg(long, value_name = "DIR", default_value = "/run/headroom/intents")]
     pub intent_dir: PathBuf,
@@ -161,6 +168,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let mut options = NodeOptions::new(config);
         options.probes = args.probes;
         options.max_cgroups = args.max_cgroups;
+        options.collector.kernel_events = args.kernel_events;
         options.intent_dir = args.intent_dir.clone();
         if kube_client.is_some() {
             kube_source::prime(&options.pod_source);

@@ -99,7 +99,15 @@ fn throttle_case(test: &str, loops: &[Option<u32>], quota_us: u64, seconds: u64)
         })
         .collect();
     let free = spawn_in(&[&sibling], "sh -c 'while :; do :; done'");
-    std::thread::sleep(Duration::from_secs(seconds));
+    let started_boottime = headroomd::probes::boottime_ns();
+    let dropped_before = probes.health().unwrap().events_dropped;
+    // Drained as it runs (as the collector does), so the ring buffer never fills.
+    let mut events = Vec::new();
+    let until = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < until {
+        probes.drain_events(|e| events.push(e));
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let statuses: Vec<_> = busy.into_iter().map(stop).collect();
     stop(free);
     // One more period, so the kernel's period timer books the last episode too.
@@ -111,8 +119,19 @@ fn throttle_case(test: &str, loops: &[Option<u32>], quota_us: u64, seconds: u64)
         );
     }
 
+    probes.drain_events(|e| events.push(e));
+    let drained_boottime = headroomd::probes::boottime_ns();
     let (kernel_episodes, kernel_ns) = throttled.cpu_throttled();
     let ours = stats_of(&mut probes, CgroupKey::new(cpu.id, throttled.id()));
+    throttle_events_agree(
+        test,
+        &events,
+        CgroupKey::new(cpu.id, throttled.id()),
+        CgroupKey::new(cpu.id, sibling.id()),
+        (started_boottime, drained_boottime),
+        kernel_episodes,
+        probes.health().unwrap().events_dropped - dropped_before,
+    );
     let theirs = stats_of(&mut probes, CgroupKey::new(cpu.id, sibling.id()));
     eprintln!(
         "{test}: episodes: probes {} vs cpu.stat nr_throttled {kernel_episodes}; throttled: probes {} ns vs cpu.stat {kernel_ns} ns",
@@ -164,6 +183,71 @@ fn throttle_case(test: &str, loops: &[Option<u32>], quota_us: u64, seconds: u64)
         "run-queue latency was sampled"
     );
     passed(test);
+}
+
+/// The pushed episode events of `ours`: one begin per episode the kernel counted (the node-wide
+/// episode, within 5% of `nr_throttled` as the counter is), begins and ends alternating, each
+/// end with the length since its begin, stamped on CLOCK_BOOTTIME within `window`; none for the
+/// unthrottled sibling.
+fn throttle_events_agree(
+    test: &str,
+    events: &[headroom_common::ProbeEvent],
+    ours: CgroupKey,
+    sibling: CgroupKey,
+    window: (u64, u64),
+    kernel_episodes: u64,
+    dropped: u64,
+) {
+    let kind = |e: &headroom_common::ProbeEvent| EventKind::from_raw(e.kind);
+    let mine: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            e.cgroup == ours && matches!(kind(e), Some(EventKind::ThrottleBegin | EventKind::ThrottleEnd))
+        })
+        .collect();
+    let begins = mine
+        .iter()
+        .filter(|e| kind(e) == Some(EventKind::ThrottleBegin))
+        .count() as u64;
+    figure(
+        test,
+        "pushed throttle-begin events vs nr_throttled",
+        begins,
+        kernel_episodes,
+        "5%",
+    );
+    assert_eq!(dropped, 0, "no event was lost");
+    assert!(
+        within(begins as f64, kernel_episodes as f64, 0.05),
+        "{begins} throttle-begin events, not within 5% of nr_throttled {kernel_episodes}"
+    );
+    let mut open: Option<u64> = None;
+    for e in &mine {
+        assert!(
+            (window.0..=window.1).contains(&e.timestamp_ns),
+            "stamp {} outside the run's CLOCK_BOOTTIME window {window:?}",
+            e.timestamp_ns
+        );
+        assert_eq!(e.cpu_cgroup, ours);
+        match (kind(e), open) {
+            (Some(EventKind::ThrottleBegin), None) => open = Some(e.timestamp_ns),
+            (Some(EventKind::ThrottleEnd), Some(since)) => {
+                assert_eq!(
+                    e.duration_ns,
+                    e.timestamp_ns - since,
+                    "an end's duration is since its begin"
+                );
+                assert!(e.duration_ns > 0);
+                open = None;
+            }
+            other => panic!("begin and end do not alternate: {other:?} at {e:?}"),
+        }
+    }
+    assert!(
+        !events.iter().any(|e| e.cgroup == sibling
+            && matches!(kind(e), Some(EventKind::ThrottleBegin | EventKind::ThrottleEnd))),
+        "the unthrottled sibling has no throttle events"
+    );
 }
 
 #[test]
@@ -273,15 +357,24 @@ fn memcg_reclaim_is_attributed_to_the_limited_cgroup_only() {
     let sibling = TestCgroup::create(&memory.mount, "unlimited");
     limited.set_memory_limit(32 << 20);
     let file = cold_file(200);
+    probes.drain_events(|_| {});
     let before = probes.read_stats().unwrap();
+    let dropped_before = probes.health().unwrap().events_dropped;
+    let started_boottime = headroomd::probes::boottime_ns();
 
-    let reader = spawn_in(&[&limited], &format!("cat '{}'", file.path().display()));
-    let output = reader.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "reader failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let mut reader = spawn_in(&[&limited], &format!("cat '{}'", file.path().display()));
+    // Drained while the reader runs (as the collector does), so the ring buffer never fills.
+    let mut events = Vec::new();
+    let status = loop {
+        probes.drain_events(|e| events.push(e));
+        if let Some(status) = reader.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    probes.drain_events(|e| events.push(e));
+    let drained_boottime = headroomd::probes::boottime_ns();
+    assert!(status.success(), "reader failed: {status:?}");
     let file_again = cold_file(8);
     let sibling_reader = spawn_in(&[&sibling], &format!("cat '{}'", file_again.path().display()));
     assert!(sibling_reader.wait_with_output().unwrap().status.success());
@@ -289,6 +382,41 @@ fn memcg_reclaim_is_attributed_to_the_limited_cgroup_only() {
     let after = probes.read_stats().unwrap();
     let limited_key = CgroupKey::new(memory.id, limited.id());
     let ours = after.get(&limited_key).copied().unwrap_or(CgroupStats::ZERO);
+    // Every stall the counters saw was pushed as an event, with its duration, stamped within
+    // the run on CLOCK_BOOTTIME.
+    let earlier = before.get(&limited_key).copied().unwrap_or(CgroupStats::ZERO);
+    let stalls: Vec<_> = events
+        .iter()
+        .filter(|e| e.cgroup == limited_key && e.kind == EventKind::MemcgReclaimStall as u32)
+        .collect();
+    let pushed_ns: u64 = stalls.iter().map(|e| e.duration_ns).sum();
+    figure(
+        "memcg_reclaim",
+        "pushed stall events vs reclaim episodes",
+        stalls.len(),
+        ours.memcg_reclaim_episodes - earlier.memcg_reclaim_episodes,
+        "exact",
+    );
+    assert_eq!(
+        probes.health().unwrap().events_dropped,
+        dropped_before,
+        "no event was lost"
+    );
+    assert_eq!(
+        stalls.len() as u64,
+        ours.memcg_reclaim_episodes - earlier.memcg_reclaim_episodes,
+        "one pushed stall per reclaim episode"
+    );
+    assert_eq!(
+        pushed_ns,
+        ours.memcg_reclaim_stall_ns - earlier.memcg_reclaim_stall_ns,
+        "the stalls' durations add up to the stall counter"
+    );
+    assert!(
+        stalls.iter().all(|e| {
+            (started_boottime..=drained_boottime).contains(&e.timestamp_ns) && e.duration_ns > 0
+        })
+    );
     eprintln!(
         "memcg reclaim: {} episodes, {} ns stalled",
         ours.memcg_reclaim_episodes, ours.memcg_reclaim_stall_ns

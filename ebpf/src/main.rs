@@ -3,8 +3,10 @@
 //!
 //! Struct offsets are not known at compile time (Rust eBPF has no CO-RE): userspace reads
 //! them from `/sys/kernel/btf/vmlinux` and stores them in [`HEADROOM_CONFIG`] before load.
-//! Everything is aggregated per cgroup in per-CPU maps; only discrete events (OOM kills,
-//! cgroup creation and removal) go through the ring buffer.
+//! Everything is aggregated per cgroup in per-CPU maps; only discrete events go through the
+//! ring buffer: OOM kills, cgroup creation and removal, a cgroup's throttle episode beginning
+//! and ending, and reclaim stalls ending. Each is stamped with CLOCK_BOOTTIME
+//! (`bpf_ktime_get_boot_ns`, Linux 5.8+), so userspace can tell how old it is on its own clock.
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![no_std]
 #![no_main]
@@ -14,7 +16,7 @@
 
 use aya_ebpf::{
     bindings::BPF_NOEXIST,
-    helpers::{bpf_get_current_pid_tgid, bpf_get_current_task_btf, bpf_ktime_get_ns},
+    helpers::{bpf_get_current_pid_tgid, bpf_get_current_task_btf, bpf_ktime_get_boot_ns, bpf_ktime_get_ns},
     macros::{btf_tracepoint, map},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::BtfTracePointContext,
@@ -63,15 +65,26 @@ static RUNQ_SLOTS_USED: Array<u64> = Array::with_max_entries(1, 0);
 #[map]
 static ZERO_STATS: PerCpuArray<CgroupStats> = PerCpuArray::with_max_entries(1, 0);
 
-/// The group's `nr_periods` when a cgroup's current throttle episode began (absent when it is
-/// not throttled).
+/// A cgroup's open throttle episode.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct EpisodeOpen {
+    /// When it began (CLOCK_BOOTTIME, as the events are stamped).
+    since: u64,
+    /// The group's `nr_periods` then.
+    periods: u32,
+    pad: u32,
+}
+
+/// When a cgroup's current throttle episode began and the group's `nr_periods` then (absent
+/// when it is not throttled).
 ///
 /// Node-wide, not per CPU: a throttled task is often unthrottled and run on another CPU than
 /// the one it was throttled on, and a per-CPU episode would then stay open (and swallow the
 /// next episodes) on the old one. `BPF_NOEXIST` inserts and deletes decide races between
 /// CPUs: only the CPU whose insert (delete) succeeds opens (closes) the episode.
 #[map]
-static THROTTLED_SINCE: HashMap<CgroupKey, u32> = HashMap::with_max_entries(MAX_CGROUPS, 0);
+static THROTTLED_SINCE: HashMap<CgroupKey, EpisodeOpen> = HashMap::with_max_entries(MAX_CGROUPS, 0);
 
 /// One CPU's run queue of a cgroup (a `struct cfs_rq`) while it is throttled.
 #[repr(C)]
@@ -435,17 +448,23 @@ fn switch_out(prev: *const u8, prev_state: u32, now: u64) {
         let Ok(key) = task_cgroup(prev, Controller::Cpu) else {
             return;
         };
-        let periods = group_periods(prev);
-        if THROTTLED_SINCE.get_ptr(key).is_none()
-            && THROTTLED_SINCE
-                .insert(key, periods, u64::from(BPF_NOEXIST))
-                .is_ok()
-            && !have_bandwidth()
-        {
-            // Without the kernel's period count, an episode counts one period.
-            if let Some(stats) = stats_for(&key) {
-                // SAFETY: per-CPU value of this CPU.
-                unsafe { (*stats).throttle_episodes += 1 };
+        if THROTTLED_SINCE.get_ptr(key).is_none() {
+            let open = EpisodeOpen {
+                since: boot_ns(),
+                periods: group_periods(prev),
+                pad: 0,
+            };
+            // Only the CPU whose insert succeeds opens the episode, and pushes its one event:
+            // this runs once per episode, never per switch.
+            if THROTTLED_SINCE.insert(key, open, u64::from(BPF_NOEXIST)).is_ok() {
+                if !have_bandwidth() {
+                    // Without the kernel's period count, an episode counts one period.
+                    if let Some(stats) = stats_for(&key) {
+                        // SAFETY: per-CPU value of this CPU.
+                        unsafe { (*stats).throttle_episodes += 1 };
+                    }
+                }
+                emit_throttle(EventKind::ThrottleBegin, prev, key, open.since, 0);
             }
         }
         open_rq_throttle(prev, key);
@@ -489,10 +508,18 @@ fn close_episode(task: *const u8) {
     if THROTTLED_SINCE.remove(key).is_err() {
         return;
     }
+    let now = boot_ns();
+    emit_throttle(
+        EventKind::ThrottleEnd,
+        task,
+        key,
+        now,
+        now.saturating_sub(opened.since),
+    );
     // The periods the kernel's timer accounted while the episode was open: what
     // `nr_throttled` adds for it (several when a late timer refills more than one period).
     if have_bandwidth() {
-        let spanned = group_periods(task).wrapping_sub(opened);
+        let spanned = group_periods(task).wrapping_sub(opened.periods);
         if spanned > 0
             && let Some(stats) = stats_for(&key)
         {
@@ -727,6 +754,19 @@ fn reclaim_end(kind: u64) -> i32 {
     let Ok(key) = task_cgroup(task, Controller::Memory) else {
         return 0;
     };
+    emit(ProbeEvent {
+        kind: if kind == RECLAIM_MEMCG {
+            EventKind::MemcgReclaimStall as u32
+        } else {
+            EventKind::DirectReclaimStall as u32
+        },
+        pid: (bpf_get_current_pid_tgid() >> 32) as u32,
+        timestamp_ns: boot_ns(),
+        cgroup: key,
+        cpu_cgroup: CgroupKey::default(),
+        comm: [0; 16],
+        duration_ns: stalled,
+    });
     if let Some(stats) = stats_for(&key) {
         // SAFETY: per-CPU value of this CPU.
         unsafe {
@@ -783,11 +823,11 @@ pub fn oom_mark_victim(ctx: BtfTracePointContext) -> i32 {
     emit(ProbeEvent {
         kind: EventKind::OomKill as u32,
         pid,
-        // SAFETY: plain helper call.
-        timestamp_ns: unsafe { bpf_ktime_get_ns() },
+        timestamp_ns: boot_ns(),
         cgroup: memory,
         cpu_cgroup: cpu,
         comm,
+        duration_ns: 0,
     });
     0
 }
@@ -814,11 +854,11 @@ fn cgroup_event(ctx: &BtfTracePointContext, kind: EventKind) -> i32 {
     emit(ProbeEvent {
         kind: kind as u32,
         pid: 0,
-        // SAFETY: plain helper call.
-        timestamp_ns: unsafe { bpf_ktime_get_ns() },
+        timestamp_ns: boot_ns(),
         cgroup: CgroupKey::new(hierarchy_id as u32, id),
         cpu_cgroup: CgroupKey::default(),
         comm: [0; 16],
+        duration_ns: 0,
     });
     0
 }
@@ -833,6 +873,29 @@ pub fn cgroup_rmdir(ctx: BtfTracePointContext) -> i32 {
     cgroup_event(&ctx, EventKind::CgroupRmdir)
 }
 
+/// CLOCK_BOOTTIME now, the clock every event is stamped with.
+#[inline(always)]
+fn boot_ns() -> u64 {
+    // SAFETY: plain helper call.
+    unsafe { bpf_ktime_get_boot_ns() }
+}
+
+/// Pushes a throttle episode's begin or end for the cpu cgroup `key` of `task`.
+#[inline(always)]
+fn emit_throttle(kind: EventKind, task: *const u8, key: CgroupKey, at: u64, duration_ns: u64) {
+    emit(ProbeEvent {
+        kind: kind as u32,
+        pid: load::<u32>(task, config!(task_tgid)),
+        timestamp_ns: at,
+        cgroup: key,
+        cpu_cgroup: key,
+        comm: [0; 16],
+        duration_ns,
+    });
+}
+
+/// Pushes `event` through the ring buffer. Flags 0: the kernel's adaptive wake-up, which
+/// notifies the reader only when it has caught up (one wake-up per burst, not per event).
 #[inline(always)]
 fn emit(event: ProbeEvent) {
     if EVENTS.output::<ProbeEvent>(&event, 0).is_err() {

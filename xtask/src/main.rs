@@ -228,6 +228,7 @@ fn soak(root: &Path, args: &[&str]) -> Result<()> {
 const BENCHMARKS: &[&str] = &[
     "probes",
     "pipeline",
+    "events",
     "actuation",
     "shim",
     "e2e",

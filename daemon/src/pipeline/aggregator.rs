@@ -2,7 +2,7 @@
 //! publishes immutable snapshots.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     hash::{BuildHasherDefault, Hasher},
     sync::{Arc, atomic::Ordering},
     thread,
@@ -11,7 +11,7 @@ use std::{
 
 use arc_swap::ArcSwap;
 use crossbeam::channel;
-use headroom_common::{CgroupKey, EventKind};
+use headroom_common::{CgroupKey, EventKind, ProbeEvent};
 use headroom_node_model::{NodeHeadroom, ReservationLedger, Resources, node_headroom, room_once_gone};
 use tokio::sync::watch;
 
@@ -20,8 +20,8 @@ use super::{
     PsiReading, ReserveError, ReserveRequest, Shared, Slot,
     pods::{CgroupOwner, PodResolver, PodSet, PodSource},
     snapshot::{
-        ContainerView, Figure, NodeFigures, PipelineStats, PodRef, PodView, Pressure, PsiFigures,
-        ReservationView, Snapshot,
+        ContainerView, Figure, KERNEL_EVENTS_KEPT, KernelEventView, NodeFigures, PipelineStats, PodRef,
+        PodView, Pressure, PsiFigures, ReservationView, Snapshot,
     },
 };
 
@@ -198,6 +198,11 @@ pub(crate) struct Aggregator {
     last_tick: Instant,
     dropped_reported: u64,
     last_drop_warning: Option<Instant>,
+    /// The last [`KERNEL_EVENTS_KEPT`] kernel events, and the sequence number of the next.
+    kernel_events: VecDeque<KernelEventView>,
+    kernel_events_seq: u64,
+    /// `kernel_events` as the last snapshot shared it (`None`: changed since).
+    kernel_events_shared: Option<Arc<[KernelEventView]>>,
 }
 
 impl Aggregator {
@@ -238,6 +243,9 @@ impl Aggregator {
             last_tick: now,
             dropped_reported: 0,
             last_drop_warning: None,
+            kernel_events: VecDeque::with_capacity(KERNEL_EVENTS_KEPT),
+            kernel_events_seq: 0,
+            kernel_events_shared: None,
         }
     }
 
@@ -327,6 +335,8 @@ impl Aggregator {
             PipelineInput::CgroupFiles(files) => self.apply_files(&files),
             PipelineInput::Event(event, at) => {
                 let key = event.cgroup;
+                // Before a removed cgroup's state goes: its owner names the event.
+                self.keep_kernel_event(&event);
                 if event.kind == EventKind::CgroupRmdir as u32 {
                     self.cgroups.remove(&key);
                 } else if event.kind == EventKind::OomKill as u32 {
@@ -338,6 +348,42 @@ impl Aggregator {
                 }
             }
         }
+    }
+
+    /// Adds `event` to the window the snapshots carry. Every kernel event is decision-relevant:
+    /// `apply` marks the pipeline dirty, so the run loop publishes once the batch it came in
+    /// is applied (a burst of events is one publication, not one each).
+    fn keep_kernel_event(&mut self, event: &ProbeEvent) {
+        let Some(kind) = EventKind::from_raw(event.kind) else {
+            tracing::debug!(kind = event.kind, "unknown probe event kind");
+            return;
+        };
+        // The owner as known now. A cgroup without state yet (just created, or no sample
+        // read yet) is resolved here without caching the answer: one just created may be
+        // indexed a moment later, and its samples must not wait for the retry interval.
+        let owner = match self.cgroups.get(&event.cgroup) {
+            Some(state) => state.owner.clone(),
+            None => self.resolver.resolve(&event.cgroup),
+        };
+        let (pod_uid, container) = match owner {
+            Some(CgroupOwner::Pod { pod, container }) => (Some(pod.uid), container),
+            _ => (None, None),
+        };
+        if self.kernel_events.len() == KERNEL_EVENTS_KEPT {
+            self.kernel_events.pop_front();
+        }
+        self.kernel_events.push_back(KernelEventView {
+            sequence: self.kernel_events_seq,
+            kind,
+            cgroup: event.cgroup,
+            pod_uid,
+            container,
+            pid: event.pid,
+            boottime_ns: event.timestamp_ns,
+            duration_ns: event.duration_ns,
+        });
+        self.kernel_events_seq += 1;
+        self.kernel_events_shared = None;
     }
 
     /// The state of `key`, resolving its owner when it is new (or due for another try).
@@ -709,6 +755,9 @@ impl Aggregator {
         for state in self.cgroups.values_mut() {
             state.flush();
         }
+        if self.kernel_events_shared.is_none() {
+            self.kernel_events_shared = Some(self.kernel_events.iter().cloned().collect());
+        }
         let snapshot = self.build_snapshot(now);
         current.store(Arc::new(snapshot));
         changed.send_replace(self.version);
@@ -795,6 +844,10 @@ impl Aggregator {
                 unattributed_total: self.unattributed,
                 queue_capacity: self.shared.capacity as u64,
             },
+            kernel_events: self
+                .kernel_events_shared
+                .clone()
+                .unwrap_or_else(|| self.kernel_events.iter().cloned().collect()),
         }
     }
 }

@@ -38,8 +38,8 @@ use tokio::sync::{oneshot, watch};
 
 pub use pods::{CgroupOwner, InMemoryPodSource, PodEntry, PodResolver, PodSet, PodSource, StaticPodResolver};
 pub use snapshot::{
-    ContainerView, Figure, NodeFigures, PipelineStats, PodRef, PodView, Pressure, PsiFigures,
-    ReservationView, Snapshot,
+    ContainerView, Figure, KERNEL_EVENTS_KEPT, KernelEventView, NodeFigures, PipelineStats, PodRef, PodView,
+    Pressure, PsiFigures, ReservationView, Snapshot,
 };
 
 // === Input ===

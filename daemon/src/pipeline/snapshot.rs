@@ -1,7 +1,11 @@
 //! The immutable picture of the node that the aggregator publishes.
 
-use std::time::{Duration, SystemTime};
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
+use headroom_common::{CgroupKey, EventKind};
 use headroom_node_model::{NodeHeadroom, Resources};
 
 /// A Pod, as the API names it.
@@ -219,6 +223,27 @@ pub struct PipelineStats {
     pub queue_capacity: u64,
 }
 
+/// One kernel event as served: what the probes pushed, attributed to its cgroup's owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelEventView {
+    /// One more for every event the aggregator received.
+    pub sequence: u64,
+    /// What happened.
+    pub kind: EventKind,
+    /// The cgroup it happened in.
+    pub cgroup: CgroupKey,
+    /// Its Pod's uid, if a Pod owns it (known when the event was applied).
+    pub pod_uid: Option<String>,
+    /// Its container, if it is a container's cgroup.
+    pub container: Option<String>,
+    /// The task's process (task events), else 0.
+    pub pid: u32,
+    /// When the kernel saw it (CLOCK_BOOTTIME, nanoseconds).
+    pub boottime_ns: u64,
+    /// Episode or stall length (throttle end, reclaim stalls), nanoseconds; else 0.
+    pub duration_ns: u64,
+}
+
 /// Node headroom with its provenance.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeFigures {
@@ -251,7 +276,16 @@ pub struct Snapshot {
     pub reservations: Vec<ReservationView>,
     /// Pipeline health.
     pub stats: PipelineStats,
+    /// The last [`KERNEL_EVENTS_KEPT`] kernel events, oldest first (shared between snapshots
+    /// until a new one arrives).
+    pub kernel_events: Arc<[KernelEventView]>,
 }
+
+/// Kernel events a snapshot carries: the newest this many, not only those since the previous
+/// snapshot, because a watcher is handed the newest snapshot and skips the ones published
+/// while it was busy (`WatchHeadroom`'s `min_interval_ms`, a slow reader): a window lets it
+/// still see the events of those, and the `sequence` numbers say which it saw already.
+pub const KERNEL_EVENTS_KEPT: usize = 64;
 
 impl Snapshot {
     /// The Pod named by `id` (uid or `namespace/name`).

@@ -163,6 +163,7 @@ fn probe_rates_and_oom_events() {
         cgroup: key(10),
         cpu_cgroup: key(10),
         comm: [0; 16],
+        duration_ns: 0,
     };
     tx.send(PipelineInput::Event(event, t0 + Duration::from_secs(2)))
         .unwrap();
@@ -305,9 +306,81 @@ fn late_pods_are_resolved_and_removed_cgroups_forgotten() {
         cgroup: key(20),
         cpu_cgroup: CgroupKey::default(),
         comm: [0; 16],
+        duration_ns: 0,
     };
     tx.send(PipelineInput::Event(rmdir, Instant::now())).unwrap();
     wait_for(&f.reader, "pod 2 gone", |s| s.pod("uid-2").is_none());
+}
+
+#[test]
+fn kernel_events_are_published_at_once_attributed_and_bounded() {
+    let f = fixture(config());
+    let tx = f.handle.sender();
+    let event = |kind: EventKind, cgroup: u64, stamp: u64| ProbeEvent {
+        kind: kind as u32,
+        pid: 7,
+        timestamp_ns: stamp,
+        cgroup: key(cgroup),
+        cpu_cgroup: key(cgroup),
+        comm: [0; 16],
+        duration_ns: if kind == EventKind::ThrottleEnd { 5_000 } else { 0 },
+    };
+    let before = f.reader.load().version;
+    // One batch (as one ring-buffer drain is): one snapshot carries both, in order.
+    tx.send_batch(vec![
+        PipelineInput::Event(event(EventKind::ThrottleBegin, 11, 100), Instant::now()),
+        PipelineInput::Event(event(EventKind::ThrottleEnd, 11, 200), Instant::now()),
+    ])
+    .unwrap();
+    let s = wait_for(&f.reader, "both events", |s| s.kernel_events.len() == 2);
+    assert!(s.version > before);
+    let [begin, end] = &s.kernel_events[..] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (begin.kind, begin.sequence, begin.boottime_ns),
+        (EventKind::ThrottleBegin, 0, 100)
+    );
+    assert_eq!(begin.pod_uid.as_deref(), Some("uid-1"));
+    assert_eq!(begin.container.as_deref(), Some("app"));
+    assert_eq!(
+        (end.kind, end.sequence, end.duration_ns),
+        (EventKind::ThrottleEnd, 1, 5_000)
+    );
+    // A cgroup nobody owns is still reported, without a Pod; an unknown kind is not kept.
+    tx.send(PipelineInput::Event(
+        event(EventKind::MemcgReclaimStall, 99, 300),
+        Instant::now(),
+    ))
+    .unwrap();
+    let mut unknown = event(EventKind::OomKill, 99, 301);
+    unknown.kind = 1_000;
+    tx.send(PipelineInput::Event(unknown, Instant::now())).unwrap();
+    let s = wait_for(&f.reader, "unowned stall", |s| s.stats.processed_total >= 4);
+    let last = s.kernel_events.last().unwrap();
+    assert_eq!(
+        (last.kind, last.pod_uid.as_ref()),
+        (EventKind::MemcgReclaimStall, None)
+    );
+    assert_eq!(s.kernel_events.len(), 3);
+    // The window keeps the newest KERNEL_EVENTS_KEPT.
+    let burst = (0..100)
+        .map(|i| PipelineInput::Event(event(EventKind::ThrottleBegin, 10, 1_000 + i), Instant::now()))
+        .collect();
+    tx.send_batch(burst).unwrap();
+    let s = wait_for(&f.reader, "window", |s| {
+        s.kernel_events.last().is_some_and(|e| e.boottime_ns == 1_099)
+    });
+    assert_eq!(s.kernel_events.len(), KERNEL_EVENTS_KEPT);
+    assert_eq!(
+        s.kernel_events[0].boottime_ns,
+        1_099 - KERNEL_EVENTS_KEPT as u64 + 1
+    );
+    assert!(
+        s.kernel_events
+            .windows(2)
+            .all(|w| w[1].sequence == w[0].sequence + 1)
+    );
 }
 
 #[tokio::test]
@@ -427,6 +500,7 @@ fn mixed_stream(pod_key: CgroupKey, app_key: CgroupKey, t0: Instant) -> Vec<Pipe
         cgroup: app_key,
         cpu_cgroup: app_key,
         comm: [0; 16],
+        duration_ns: 0,
     };
     let mut out = Vec::new();
     for i in 0..60u64 {

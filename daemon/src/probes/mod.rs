@@ -458,6 +458,13 @@ impl Probes {
         Ok(probes)
     }
 
+    /// The ring buffer's fd: readable (poll(2), level-triggered) while events wait. The probes
+    /// output with the kernel's adaptive wake-up, so a reader blocked in poll is woken once per
+    /// burst, when it has caught up.
+    pub fn events_fd(&self) -> BorrowedFd<'_> {
+        self.events.as_fd()
+    }
+
     /// Every probe map's kernel memory, from the kernel's own accounting (fdinfo `memlock`).
     pub fn map_memory(&self) -> Vec<MapMemory> {
         let maps = self
@@ -669,4 +676,14 @@ fn raise_memlock_limit() {
             std::io::Error::last_os_error()
         );
     }
+}
+
+/// CLOCK_BOOTTIME now, nanoseconds: the clock the probes stamp events with
+/// (`bpf_ktime_get_boot_ns`), so `boottime_ns() - event.timestamp_ns` is an event's age.
+pub fn boottime_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .map(|t| {
+            u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec()).unwrap_or(0)
+        })
+        .unwrap_or(0)
 }

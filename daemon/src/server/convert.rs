@@ -5,7 +5,11 @@ use std::time::SystemTime;
 use headroom_node_model::NodeHeadroom;
 use headroom_proto::v1 as pb;
 
-use crate::pipeline::{Figure, NodeFigures, PodView, Pressure, PsiFigures, ReservationView, Snapshot};
+use headroom_common::EventKind;
+
+use crate::pipeline::{
+    Figure, KernelEventView, NodeFigures, PodView, Pressure, PsiFigures, ReservationView, Snapshot,
+};
 
 /// Wall-clock time as a protobuf `Timestamp`.
 pub fn timestamp(t: SystemTime) -> prost_types::Timestamp {
@@ -114,6 +118,30 @@ pub fn reservation(r: &ReservationView) -> pb::Reservation {
     }
 }
 
+/// One kernel event.
+pub fn kernel_event(e: &KernelEventView) -> pb::KernelEvent {
+    let kind = match e.kind {
+        EventKind::ThrottleBegin => pb::KernelEventKind::ThrottleBegin,
+        EventKind::ThrottleEnd => pb::KernelEventKind::ThrottleEnd,
+        EventKind::MemcgReclaimStall => pb::KernelEventKind::MemcgReclaimStall,
+        EventKind::DirectReclaimStall => pb::KernelEventKind::DirectReclaimStall,
+        EventKind::OomKill => pb::KernelEventKind::OomKill,
+        EventKind::CgroupMkdir => pb::KernelEventKind::CgroupMkdir,
+        EventKind::CgroupRmdir => pb::KernelEventKind::CgroupRmdir,
+    };
+    pb::KernelEvent {
+        sequence: e.sequence,
+        kind: kind.into(),
+        pod_uid: e.pod_uid.clone().unwrap_or_default(),
+        container: e.container.clone().unwrap_or_default(),
+        cgroup_hierarchy_id: e.cgroup.hierarchy_id,
+        cgroup_id: e.cgroup.id,
+        pid: e.pid,
+        boottime_ns: e.boottime_ns,
+        duration_ns: e.duration_ns,
+    }
+}
+
 /// A whole snapshot; Pods only if asked.
 pub fn snapshot(s: &Snapshot, include_pods: bool) -> pb::HeadroomSnapshot {
     pb::HeadroomSnapshot {
@@ -134,5 +162,6 @@ pub fn snapshot(s: &Snapshot, include_pods: bool) -> pb::HeadroomSnapshot {
             unattributed_total: s.stats.unattributed_total,
             queue_capacity: s.stats.queue_capacity,
         }),
+        kernel_events: s.kernel_events.iter().map(kernel_event).collect(),
     }
 }

@@ -186,6 +186,42 @@ pub struct HeadroomSnapshot {
     pub reservations: ::prost::alloc::vec::Vec<Reservation>,
     #[prost(message, optional, tag = "8")]
     pub pipeline: ::core::option::Option<PipelineStats>,
+    /// The node's most recent kernel events, oldest first: the last 64 the daemon received,
+    /// whether or not an earlier snapshot carried them (a watcher that skipped snapshots still
+    /// sees them; `sequence` tells which it has seen already).
+    #[prost(message, repeated, tag = "9")]
+    pub kernel_events: ::prost::alloc::vec::Vec<KernelEvent>,
+}
+/// One event from the probes, as the kernel stamped it.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct KernelEvent {
+    /// Increases by one with every event the daemon received (gaps: events that left the window
+    /// before a snapshot carried them).
+    #[prost(uint64, tag = "1")]
+    pub sequence: u64,
+    #[prost(enumeration = "KernelEventKind", tag = "2")]
+    pub kind: i32,
+    /// The cgroup's Pod ("" when no Pod owns it, or not yet known) and container ("" for the
+    /// Pod's own cgroup).
+    #[prost(string, tag = "3")]
+    pub pod_uid: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub container: ::prost::alloc::string::String,
+    /// The cgroup: its hierarchy (0 on cgroup v2) and kernfs id (its directory's inode).
+    #[prost(uint32, tag = "5")]
+    pub cgroup_hierarchy_id: u32,
+    #[prost(uint64, tag = "6")]
+    pub cgroup_id: u64,
+    /// The task's process, for task events.
+    #[prost(uint32, tag = "7")]
+    pub pid: u32,
+    /// When the kernel saw it: CLOCK_BOOTTIME nanoseconds (clock_gettime(CLOCK_BOOTTIME) on
+    /// this node tells its age).
+    #[prost(uint64, tag = "8")]
+    pub boottime_ns: u64,
+    /// Throttle episodes and reclaim stalls: how long, nanoseconds; 0 otherwise.
+    #[prost(uint64, tag = "9")]
+    pub duration_ns: u64,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetHeadroomRequest {
@@ -322,6 +358,55 @@ pub struct ApplyResizeResponse {
     pub phases: ::prost::alloc::vec::Vec<PhaseLatency>,
     #[prost(uint64, tag = "2")]
     pub total_ns: u64,
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum KernelEventKind {
+    Unspecified = 0,
+    /// A cgroup's throttle episode began: its first task switched out for lack of CFS bandwidth.
+    ThrottleBegin = 1,
+    /// That episode ended (duration_ns: how long it was open).
+    ThrottleEnd = 2,
+    /// A memcg limit reclaim ended (duration_ns: the stall).
+    MemcgReclaimStall = 3,
+    /// A direct (global) reclaim ended (duration_ns: the stall).
+    DirectReclaimStall = 4,
+    /// A task was chosen by the OOM killer.
+    OomKill = 5,
+    CgroupMkdir = 6,
+    CgroupRmdir = 7,
+}
+impl KernelEventKind {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "KERNEL_EVENT_KIND_UNSPECIFIED",
+            Self::ThrottleBegin => "KERNEL_EVENT_KIND_THROTTLE_BEGIN",
+            Self::ThrottleEnd => "KERNEL_EVENT_KIND_THROTTLE_END",
+            Self::MemcgReclaimStall => "KERNEL_EVENT_KIND_MEMCG_RECLAIM_STALL",
+            Self::DirectReclaimStall => "KERNEL_EVENT_KIND_DIRECT_RECLAIM_STALL",
+            Self::OomKill => "KERNEL_EVENT_KIND_OOM_KILL",
+            Self::CgroupMkdir => "KERNEL_EVENT_KIND_CGROUP_MKDIR",
+            Self::CgroupRmdir => "KERNEL_EVENT_KIND_CGROUP_RMDIR",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "KERNEL_EVENT_KIND_UNSPECIFIED" => Some(Self::Unspecified),
+            "KERNEL_EVENT_KIND_THROTTLE_BEGIN" => Some(Self::ThrottleBegin),
+            "KERNEL_EVENT_KIND_THROTTLE_END" => Some(Self::ThrottleEnd),
+            "KERNEL_EVENT_KIND_MEMCG_RECLAIM_STALL" => Some(Self::MemcgReclaimStall),
+            "KERNEL_EVENT_KIND_DIRECT_RECLAIM_STALL" => Some(Self::DirectReclaimStall),
+            "KERNEL_EVENT_KIND_OOM_KILL" => Some(Self::OomKill),
+            "KERNEL_EVENT_KIND_CGROUP_MKDIR" => Some(Self::CgroupMkdir),
+            "KERNEL_EVENT_KIND_CGROUP_RMDIR" => Some(Self::CgroupRmdir),
+            _ => None,
+        }
+    }
 }
 /// Generated client implementations.
 pub mod headroom_client {
