@@ -5,6 +5,7 @@
 mod fuzz;
 mod helm;
 mod k8s;
+mod licenses;
 mod lint;
 mod setup;
 mod vm;
@@ -159,6 +160,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
         )?;
         lint::kubernetes_shim(root)?;
         lint::other_workspaces(root)?;
+        licenses::check(root)?;
     }
     // The real control plane the Kubernetes tests start (built once per version).
     let k8s_bin = k8s::build(root)?;
