@@ -8,8 +8,8 @@ use headroom_proto::v1 as pb;
 use crate::pipeline::{Figure, NodeFigures, PodView, Pressure, PsiFigures, ReservationView, Snapshot};
 
 /// Wall-clock time as a protobuf `Timestamp`.
-pub fn timestamp(t: SystemTime) -> prost_types::Timestamp {
-    prost_types::Timestamp::from(t)
+pub fn timestamp(t: SystemTime) -> headroom_proto::Timestamp {
+    headroom_proto::timestamp(t)
 }
 
 fn figure(f: &Option<Figure>) -> Option<pb::Figure> {
