@@ -17,7 +17,8 @@ mod shim;
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
+use headroom_client::cli_docs;
 use headroom_client::kubectl::table;
 use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
 use output::Output;
@@ -82,6 +83,11 @@ enum Command {
     },
     #[command(flatten)]
     Shim(shim::ShimCommand),
+    /// Print a shell completion script (bash, zsh, fish), as `kubectl completion` does.
+    Completion(cli_docs::CompletionArgs),
+    /// Write the man pages (roff) into DIR; `cargo xtask man` puts them in target/man/.
+    #[command(hide = true)]
+    Man(cli_docs::ManArgs),
 }
 
 fn fig(f: &Option<pb::Figure>) -> Option<f64> {
@@ -275,6 +281,11 @@ async fn main() -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Shim(command) => return shim::run(&cli.shim_socket, command).await,
         Command::Health { service } => return health(&cli.socket, service).await,
+        Command::Completion(args) => {
+            cli_docs::print_completion(Cli::command(), args);
+            return Ok(());
+        }
+        Command::Man(args) => return Ok(cli_docs::write_man_pages(Cli::command(), &args.dir).map(drop)?),
         other => other,
     };
     let mut c = client(&cli.socket).await?;
@@ -333,7 +344,7 @@ async fn main() -> anyhow::Result<()> {
             output.print(&r, |wide| pods_table(&r.pods, wide))?;
         }
         Command::Top { rows } => top::run(c, rows).await?,
-        Command::Shim(_) | Command::Health { .. } => {} // returned above
+        Command::Shim(_) | Command::Health { .. } | Command::Completion(_) | Command::Man(_) => {} // returned above
     }
     Ok(())
 }
