@@ -1,14 +1,45 @@
 //! Output that reads like `kubectl`'s: its relative durations and its padded tables. Shared by
 //! `headroomctl` and the standalone shim's event listing.
 
-/// kubectl's `HumanDuration` for LAST SEEN ("5s", "3m2s", "2h").
+/// kubectl's `HumanDuration` (k8s.io/apimachinery `util/duration`) for LAST SEEN and every age:
+/// "5s", "3m2s", "2h", "3h20m", "2d4h", "1y30d"; up to 1 s in the future is "0s" (clock skew),
+/// further is "<invalid>".
 pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
     let s = seconds.max(0);
-    match s {
-        0..120 => format!("{s}s"),
-        120..600 if s % 60 != 0 => format!("{}m{}s", s / 60, s % 60),
-        120..10_800 => format!("{}m", s / 60),
-        _ => format!("{}h", s / 3600),
+    if s < 120 {
+        return format!("{s}s");
+    }
+    let minutes = s / 60;
+    if minutes < 10 {
+        return match s % 60 {
+            0 => format!("{minutes}m"),
+            rem => format!("{minutes}m{rem}s"),
+        };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = s / 3600;
+    let days = hours / 24;
+    match hours {
+        ..8 => match minutes % 60 {
+            0 => format!("{hours}h"),
+            m => format!("{hours}h{m}m"),
+        },
+        8..48 => format!("{hours}h"),
+        48..192 => match hours % 24 {
+            0 => format!("{days}d"),
+            h => format!("{days}d{h}h"),
+        },
+        192..17_520 => format!("{days}d"),
+        17_520..70_080 => match days % 365 {
+            0 => format!("{}y", days / 365),
+            d => format!("{}y{d}d", days / 365),
+        },
+        _ => format!("{}y", days / 365),
     }
 }
 
@@ -49,7 +80,17 @@ mod tests {
         assert_eq!(human_duration(5), "5s");
         assert_eq!(human_duration(125), "2m5s");
         assert_eq!(human_duration(600), "10m");
-        assert_eq!(human_duration(-3), "0s");
+        assert_eq!(human_duration(-1), "0s");
+        assert_eq!(human_duration(-3), "<invalid>");
+        // Past three hours: hours and minutes, then hours, days and hours, days, years.
+        assert_eq!(human_duration(3 * 3600 + 20 * 60), "3h20m");
+        assert_eq!(human_duration(4 * 3600), "4h");
+        assert_eq!(human_duration(30 * 3600), "30h");
+        assert_eq!(human_duration(52 * 3600), "2d4h");
+        assert_eq!(human_duration(72 * 3600), "3d");
+        assert_eq!(human_duration(400 * 86_400), "400d");
+        assert_eq!(human_duration(760 * 86_400), "2y30d");
+        assert_eq!(human_duration(9 * 365 * 86_400), "9y");
     }
 
     #[test]

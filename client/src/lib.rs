@@ -6,9 +6,12 @@
 //!   `ApplyResize`) that bounds every call and reconnects after a failure.
 //! - [`kubectl`]: output that reads like `kubectl`'s.
 //! - [`error_chain`]: an error and its sources in one line.
+//! - `cli_docs` (feature `cli-docs`): shell completions and man pages of the binaries.
 //!
 //! The `headroomctl` binary lives here too, behind the default feature `headroomctl`.
 
+#[cfg(feature = "cli-docs")]
+pub mod cli_docs;
 pub mod connect;
 pub mod headroomd;
 pub mod kubectl;

@@ -11,7 +11,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
+use headroom_client::cli_docs;
 use headroom_shim::cluster_file::{ResizeSpec, node_state_for, parse_cluster};
 use headroom_shim::decide::{Decision, decide};
 use headroom_shim::explain::explain;
@@ -84,6 +85,11 @@ enum Command {
         #[command(flatten)]
         node: standalone::NodeArgs,
     },
+    /// Print a shell completion script (bash, zsh, fish).
+    Completion(cli_docs::CompletionArgs),
+    /// Write the man pages (roff) into DIR; `cargo xtask man` puts them in target/man/.
+    #[command(hide = true)]
+    Man(cli_docs::ManArgs),
 }
 
 #[derive(Serialize)]
@@ -108,6 +114,11 @@ struct PlanOutput<'a> {
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Completion(args) => {
+            cli_docs::print_completion(Cli::command(), args);
+            Ok(())
+        }
+        Command::Man(args) => Ok(cli_docs::write_man_pages(Cli::command(), &args.dir).map(drop)?),
         Command::Standalone {
             manifest,
             socket,

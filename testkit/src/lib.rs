@@ -3,9 +3,11 @@
 //! loading a cluster file (the shape `kubectl get -o yaml` prints) into it ([`cluster`]), and
 //! the programs a test starts beside it ([`process`]); the one gate of the privileged tests
 //! ([`gate`]) and the cgroups they create, removed on drop ([`scratch`]); with the feature
-//! `headroomd`, headroomd in the test's process (`headroomd`).
+//! `headroomd`, headroomd in the test's process (`headroomd`); the binaries' completions and
+//! man pages checked alike ([`cli_docs`]).
 //!
 //! A test that needs the control plane fails when it is not built: nothing here skips.
+pub mod cli_docs;
 pub mod cluster;
 pub mod control_plane;
 pub mod gate;

@@ -5,6 +5,7 @@
 mod fuzz;
 mod helm;
 mod k8s;
+mod licenses;
 mod lint;
 mod setup;
 mod vm;
@@ -30,8 +31,11 @@ enum Task {
     Setup,
     /// Build the probes for bpfel-unknown-none into target/bpf/headroom-probes.o.
     BuildEbpf,
-    /// Set up, build the probes, then build every binary in release mode.
+    /// Set up, build the probes, then build every binary in release mode and their man pages
+    /// (target/man/).
     Build,
+    /// Build the binaries and write their man pages (NAME.1, NAME-SUBCOMMAND.1) into target/man/.
+    Man,
     /// Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
     /// their Go modules (`k8s/`) into target/k8s/<version>/, once per version.
     BuildK8s,
@@ -105,7 +109,12 @@ fn main() -> Result<()> {
         Task::Build => {
             setup::install_missing()?;
             build_ebpf(&root)?;
-            cargo(&root, &["build", "--release", "--workspace", "--bins"])
+            cargo(&root, &["build", "--release", "--workspace", "--bins"])?;
+            man_pages(&root)
+        }
+        Task::Man => {
+            cargo(&root, &["build", "--release", "--workspace", "--bins"])?;
+            man_pages(&root)
         }
         Task::Demo { args } => {
             setup::install_missing()?;
@@ -171,6 +180,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
         )?;
         lint::kubernetes_shim(root)?;
         lint::other_workspaces(root)?;
+        licenses::check(root)?;
     }
     // The real control plane the Kubernetes tests start (built once per version).
     let k8s_bin = k8s::build(root)?;
@@ -304,6 +314,22 @@ fn build_ebpf(root: &Path) -> Result<PathBuf> {
         fresh.len()
     ));
     Ok(object)
+}
+
+/// The binaries with a command line, each writing its own pages (`NAME man DIR`, hidden).
+const MAN_PAGES_OF: &[&str] = &["headroomd", "headroom-shim", "headroomctl"];
+
+/// `target/man/`: the release binaries' man pages (built before; never committed).
+fn man_pages(root: &Path) -> Result<()> {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let dir = target.join("man");
+    for bin in MAN_PAGES_OF {
+        progress(&format!("man: {bin} → {}", dir.display()));
+        run(Command::new(target.join("release").join(bin))
+            .arg("man")
+            .arg(&dir))?;
+    }
+    Ok(())
 }
 
 fn cargo(root: &Path, args: &[&str]) -> Result<()> {

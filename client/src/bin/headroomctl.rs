@@ -2,20 +2,26 @@
 //!
 //! - `headroom`: one snapshot of node headroom.
 //! - `watch`: stream snapshots as they change.
-//! - `pods [--json]`: per-Pod pressure.
+//! - `pods`: per-Pod pressure.
+//!
+//! Every listing takes `-o json|yaml|wide` (`output.rs`).
 //! - `top`: live terminal view (ratatui) of node headroom and the most throttled / pressured Pods.
 //! - `resize`, `events`, `get pods`, `explain`: a running standalone shim, on `--shim-socket`
 //!   (see `shim.rs`).
 
+#[path = "headroomctl/output.rs"]
+mod output;
 #[path = "headroomctl/shim.rs"]
 mod shim;
 
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
+use headroom_client::cli_docs;
+use headroom_client::kubectl::table;
 use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
-use serde_json::json;
+use output::Output;
 use tonic::transport::Channel;
 
 #[derive(Parser)]
@@ -39,11 +45,11 @@ struct Cli {
 enum Command {
     /// Print one snapshot of node headroom.
     Headroom {
-        /// JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
-    /// Stream node headroom as it changes.
+    /// Stream node headroom as it changes (`-o json`: one object per line; `-o yaml`: one
+    /// document each).
     Watch {
         /// At most one update per this many milliseconds.
         #[arg(long, default_value_t = 0)]
@@ -51,18 +57,16 @@ enum Command {
         /// Stop after this many updates (0: never).
         #[arg(long, default_value_t = 0)]
         count: u64,
-        /// One JSON object per line instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Per-Pod pressure.
     Pods {
         /// Only this namespace.
         #[arg(long, short = 'n', default_value = "")]
         namespace: String,
-        /// JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Live view: node headroom and the most throttled / pressured Pods, with sparklines.
     Top {
@@ -79,6 +83,11 @@ enum Command {
     },
     #[command(flatten)]
     Shim(shim::ShimCommand),
+    /// Print a shell completion script (bash, zsh, fish), as `kubectl completion` does.
+    Completion(cli_docs::CompletionArgs),
+    /// Write the man pages (roff) into DIR; `cargo xtask man` puts them in target/man/.
+    #[command(hide = true)]
+    Man(cli_docs::ManArgs),
 }
 
 fn fig(f: &Option<pb::Figure>) -> Option<f64> {
@@ -89,85 +98,65 @@ fn res(r: &Option<pb::ResourceFigures>) -> pb::ResourceFigures {
     r.unwrap_or_default()
 }
 
-fn node_line(s: &pb::HeadroomSnapshot) -> String {
+fn cpu(millis: i64) -> String {
+    format!("{millis}m")
+}
+
+fn mib(bytes: i64) -> String {
+    format!("{}Mi", bytes / (1 << 20))
+}
+
+/// The columns of `headroom` and `watch`: one row per snapshot.
+fn snapshot_header(wide: bool) -> Vec<&'static str> {
+    let mut h = vec![
+        "NODE",
+        "CPU HEADROOM",
+        "CPU ALLOCATABLE",
+        "MEMORY HEADROOM",
+        "MEMORY ALLOCATABLE",
+        "RESERVATIONS",
+        "STALE",
+    ];
+    if wide {
+        h.extend([
+            "CPU ALLOCATED",
+            "CPU RESERVED",
+            "MEMORY ALLOCATED",
+            "MEMORY RESERVED",
+            "VERSION",
+            "DROPPED",
+        ]);
+    }
+    h
+}
+
+fn snapshot_row(s: &pb::HeadroomSnapshot, wide: bool) -> Vec<String> {
     let n = s.node.unwrap_or_default();
     let (c, m) = (res(&n.cpu_millis), res(&n.memory_bytes));
-    let gib = |b: i64| b as f64 / f64::from(1u32 << 30);
-    format!(
-        "v{} {} cpu: headroom {}m (allocatable {}m, allocated {}m, reserved {}m) | memory: headroom {:.2}Gi \
-         (allocatable {:.2}Gi, allocated {:.2}Gi, reserved {:.2}Gi) | reservations {} | dropped {}{}",
-        s.version,
-        s.node_name,
-        c.headroom,
-        c.allocatable,
-        c.allocated,
-        c.reserved,
-        gib(m.headroom),
-        gib(m.allocatable),
-        gib(m.allocated),
-        gib(m.reserved),
-        s.reservations.len(),
-        s.pipeline.unwrap_or_default().dropped_total,
-        if n.stale { " [STALE]" } else { "" },
-    )
-}
-
-fn figure_json(f: &Option<pb::Figure>) -> serde_json::Value {
-    match f {
-        Some(f) => {
-            json!({"value": f.value, "measured_at": f.measured_at.map(|t| t.to_string()), "stale": f.stale})
-        }
-        None => serde_json::Value::Null,
+    let mut row = vec![
+        s.node_name.clone(),
+        cpu(c.headroom),
+        cpu(c.allocatable),
+        mib(m.headroom),
+        mib(m.allocatable),
+        s.reservations.len().to_string(),
+        n.stale.to_string(),
+    ];
+    if wide {
+        row.extend([
+            cpu(c.allocated),
+            cpu(c.reserved),
+            mib(m.allocated),
+            mib(m.reserved),
+            s.version.to_string(),
+            s.pipeline.unwrap_or_default().dropped_total.to_string(),
+        ]);
     }
+    row
 }
 
-fn pressure_json(p: &pb::Pressure) -> serde_json::Value {
-    json!({
-        "cpu_usage_cores": figure_json(&p.cpu_usage_cores),
-        "cpu_throttled_ratio": figure_json(&p.cpu_throttled_ratio),
-        "cpu_throttled_seconds_per_second": figure_json(&p.cpu_throttled_seconds_per_second),
-        "cpu_throttled_periods_total": figure_json(&p.cpu_throttled_periods_total),
-        "cpu_periods_total": figure_json(&p.cpu_periods_total),
-        "probe_throttled_seconds_per_second": figure_json(&p.probe_throttled_seconds_per_second),
-        "runq_latency_mean_seconds": figure_json(&p.runq_latency_mean_seconds),
-        "memory_working_set_bytes": figure_json(&p.memory_working_set_bytes),
-        "memory_reclaim_stall_seconds_per_second": figure_json(&p.memory_reclaim_stall_seconds_per_second),
-        "oom_kills_total": figure_json(&p.oom_kills_total),
-        "psi_cpu_some_avg10": p.psi_cpu.map(|x| x.some_avg10),
-        "psi_memory_some_avg10": p.psi_memory.map(|x| x.some_avg10),
-    })
-}
-
-fn snapshot_json(s: &pb::HeadroomSnapshot) -> serde_json::Value {
-    let n = s.node.unwrap_or_default();
-    let r = |f: pb::ResourceFigures| json!({"allocatable": f.allocatable, "allocated": f.allocated, "reserved": f.reserved, "headroom": f.headroom});
-    json!({
-        "version": s.version,
-        "node_name": s.node_name,
-        "generated_at": s.generated_at.map(|t| t.to_string()),
-        "cpu_millis": r(res(&n.cpu_millis)),
-        "memory_bytes": r(res(&n.memory_bytes)),
-        "stale": n.stale,
-        "reservations": s.reservations.iter().map(|r| json!({
-            "id": r.id, "pod": r.pod, "cpu_millis": r.cpu_millis, "memory_bytes": r.memory_bytes,
-            "expires_at": r.expires_at.map(|t| t.to_string()),
-        })).collect::<Vec<_>>(),
-        "pipeline": s.pipeline.map(|p| json!({
-            "processed_total": p.processed_total, "dropped_total": p.dropped_total,
-            "unattributed_total": p.unattributed_total, "queue_capacity": p.queue_capacity,
-        })),
-    })
-}
-
-fn pod_json(p: &pb::PodPressure) -> serde_json::Value {
-    let r = p.pod.clone().unwrap_or_default();
-    json!({
-        "namespace": r.namespace, "name": r.name, "uid": r.uid,
-        "pod": p.pod_cgroup.as_ref().map(pressure_json),
-        "containers": p.containers.iter().map(|c| json!({
-            "name": c.name, "pressure": c.pressure.as_ref().map(pressure_json),
-        })).collect::<Vec<_>>(),
-    })
+fn snapshot_table(s: &pb::HeadroomSnapshot, wide: bool) -> String {
+    table(&snapshot_header(wide), &[snapshot_row(s, wide)])
 }
 
 /// The worst of the Pod cgroup and its containers for one figure.
@@ -184,38 +173,66 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or_else(|| "-".to_owned(), f)
 }
 
-fn pods_table(pods: &[pb::PodPressure]) -> String {
-    let mut out = format!(
-        "{:<20} {:<32} {:>8} {:>9} {:>10} {:>10} {:>9} {:>4}\n",
-        "NAMESPACE", "POD", "CPU", "THROTTLE", "THR s/s", "WSET MiB", "RECL s/s", "OOM"
-    );
-    for p in pods {
-        let r = p.pod.clone().unwrap_or_default();
-        out += &format!(
-            "{:<20} {:<32} {:>8} {:>9} {:>10} {:>10} {:>9} {:>4}\n",
-            r.namespace,
-            r.name,
-            opt(worst(p, |x| fig(&x.cpu_usage_cores)), |v| format!("{v:.2}")),
-            opt(worst(p, |x| fig(&x.cpu_throttled_ratio)), |v| format!(
-                "{:.1}%",
-                v * 100.0
-            )),
-            opt(
-                worst(p, |x| fig(&x.cpu_throttled_seconds_per_second)),
-                |v| format!("{v:.3}")
-            ),
-            opt(worst(p, |x| fig(&x.memory_working_set_bytes)), |v| format!(
-                "{:.1}",
-                v / 1048576.0
-            )),
-            opt(
-                worst(p, |x| fig(&x.memory_reclaim_stall_seconds_per_second)),
-                |v| format!("{v:.3}")
-            ),
-            opt(worst(p, |x| fig(&x.oom_kills_total)), |v| format!("{v:.0}")),
-        );
+fn pods_table(pods: &[pb::PodPressure], wide: bool) -> String {
+    let mut header = vec![
+        "NAMESPACE",
+        "NAME",
+        "CPU",
+        "THROTTLED",
+        "THROTTLED S/S",
+        "WORKING SET",
+        "RECLAIM S/S",
+        "OOM KILLS",
+    ];
+    if wide {
+        header.extend(["UID", "CONTAINERS", "RUNQ LATENCY", "PSI CPU", "PSI MEMORY"]);
     }
-    out
+    let rows: Vec<Vec<String>> = pods
+        .iter()
+        .map(|p| {
+            let r = p.pod.clone().unwrap_or_default();
+            let mut row = vec![
+                r.namespace,
+                r.name,
+                opt(worst(p, |x| fig(&x.cpu_usage_cores)), |v| format!("{v:.2}")),
+                opt(worst(p, |x| fig(&x.cpu_throttled_ratio)), |v| {
+                    format!("{:.1}%", v * 100.0)
+                }),
+                opt(worst(p, |x| fig(&x.cpu_throttled_seconds_per_second)), |v| {
+                    format!("{v:.3}")
+                }),
+                opt(worst(p, |x| fig(&x.memory_working_set_bytes)), |v| {
+                    format!("{:.0}Mi", v / 1048576.0)
+                }),
+                opt(
+                    worst(p, |x| fig(&x.memory_reclaim_stall_seconds_per_second)),
+                    |v| format!("{v:.3}"),
+                ),
+                opt(worst(p, |x| fig(&x.oom_kills_total)), |v| format!("{v:.0}")),
+            ];
+            if wide {
+                row.extend([
+                    r.uid,
+                    p.containers
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    opt(worst(p, |x| fig(&x.runq_latency_mean_seconds)), |v| {
+                        format!("{:.0}us", v * 1e6)
+                    }),
+                    opt(worst(p, |x| x.psi_cpu.map(|m| m.some_avg10)), |v| {
+                        format!("{v:.1}%")
+                    }),
+                    opt(worst(p, |x| x.psi_memory.map(|m| m.some_avg10)), |v| {
+                        format!("{v:.1}%")
+                    }),
+                ]);
+            }
+            row
+        })
+        .collect();
+    table(&header, &rows)
 }
 
 async fn client(socket: &PathBuf) -> anyhow::Result<HeadroomClient<Channel>> {
@@ -264,26 +281,27 @@ async fn main() -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Shim(command) => return shim::run(&cli.shim_socket, command).await,
         Command::Health { service } => return health(&cli.socket, service).await,
+        Command::Completion(args) => {
+            cli_docs::print_completion(Cli::command(), args);
+            return Ok(());
+        }
+        Command::Man(args) => return Ok(cli_docs::write_man_pages(Cli::command(), &args.dir).map(drop)?),
         other => other,
     };
     let mut c = client(&cli.socket).await?;
     match command {
-        Command::Headroom { json } => {
+        Command::Headroom { output } => {
             let s = c
                 .get_headroom(pb::GetHeadroomRequest { include_pods: false })
                 .await
                 .map_err(status)?
                 .into_inner();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&snapshot_json(&s))?);
-            } else {
-                println!("{}", node_line(&s));
-            }
+            output.print(&s, |wide| snapshot_table(&s, wide))?;
         }
         Command::Watch {
             min_interval_ms,
             count,
-            json,
+            output,
         } => {
             let mut stream = c
                 .watch_headroom(pb::WatchHeadroomRequest {
@@ -295,10 +313,18 @@ async fn main() -> anyhow::Result<()> {
                 .into_inner();
             let mut seen = 0;
             while let Some(s) = stream.message().await.map_err(status)? {
-                if json {
-                    println!("{}", snapshot_json(&s));
-                } else {
-                    println!("{}", node_line(&s));
+                match output.stream_item(&s)? {
+                    Some(text) => println!("{text}"),
+                    // kubectl get -w: the header once, then a row per change.
+                    None => {
+                        let text = snapshot_table(&s, output.wide());
+                        let text = if seen == 0 {
+                            text.as_str()
+                        } else {
+                            text.split_once('\n').map_or("", |(_, row)| row)
+                        };
+                        println!("{text}");
+                    }
                 }
                 seen += 1;
                 if count != 0 && seen >= count {
@@ -306,26 +332,19 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Pods { namespace, json } => {
+        Command::Pods { namespace, output } => {
             let r = c
                 .list_pods(pb::ListPodsRequest {
                     namespace,
                     pod_uid: String::new(),
                 })
                 .await
-                .map_err(status)?;
-            let pods = r.into_inner().pods;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&pods.iter().map(pod_json).collect::<Vec<_>>())?
-                );
-            } else {
-                print!("{}", pods_table(&pods));
-            }
+                .map_err(status)?
+                .into_inner();
+            output.print(&r, |wide| pods_table(&r.pods, wide))?;
         }
         Command::Top { rows } => top::run(c, rows).await?,
-        Command::Shim(_) | Command::Health { .. } => {} // returned above
+        Command::Shim(_) | Command::Health { .. } | Command::Completion(_) | Command::Man(_) => {} // returned above
     }
     Ok(())
 }

@@ -12,8 +12,8 @@ use crate::pipeline::{
 };
 
 /// Wall-clock time as a protobuf `Timestamp`.
-pub fn timestamp(t: SystemTime) -> prost_types::Timestamp {
-    prost_types::Timestamp::from(t)
+pub fn timestamp(t: SystemTime) -> headroom_proto::Timestamp {
+    headroom_proto::timestamp(t)
 }
 
 fn figure(f: &Option<Figure>) -> Option<pb::Figure> {

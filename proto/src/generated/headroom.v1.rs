@@ -22,7 +22,7 @@ pub struct NodeHeadroom {
     pub memory_bytes: ::core::option::Option<ResourceFigures>,
     /// When the Pod set and the ledger that these figures come from were last read.
     #[prost(message, optional, tag = "3")]
-    pub measured_at: ::core::option::Option<::prost_types::Timestamp>,
+    pub measured_at: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(bool, tag = "4")]
     pub stale: bool,
 }
@@ -32,7 +32,7 @@ pub struct Figure {
     #[prost(double, tag = "1")]
     pub value: f64,
     #[prost(message, optional, tag = "2")]
-    pub measured_at: ::core::option::Option<::prost_types::Timestamp>,
+    pub measured_at: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(bool, tag = "3")]
     pub stale: bool,
 }
@@ -62,7 +62,7 @@ pub struct Psi {
     #[prost(double, tag = "10")]
     pub full_seconds_per_second: f64,
     #[prost(message, optional, tag = "11")]
-    pub measured_at: ::core::option::Option<::prost_types::Timestamp>,
+    pub measured_at: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(bool, tag = "12")]
     pub stale: bool,
 }
@@ -148,7 +148,7 @@ pub struct Reservation {
     #[prost(int64, tag = "4")]
     pub memory_bytes: i64,
     #[prost(message, optional, tag = "5")]
-    pub expires_at: ::core::option::Option<::prost_types::Timestamp>,
+    pub expires_at: ::core::option::Option<::pbjson_types::Timestamp>,
 }
 /// Health of the path from the probes to this snapshot.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -173,7 +173,7 @@ pub struct HeadroomSnapshot {
     #[prost(string, tag = "2")]
     pub node_name: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "3")]
-    pub generated_at: ::core::option::Option<::prost_types::Timestamp>,
+    pub generated_at: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(message, optional, tag = "4")]
     pub node: ::core::option::Option<NodeHeadroom>,
     /// The node's own (root cgroup) signals.
@@ -250,7 +250,7 @@ pub struct ListPodsResponse {
     #[prost(message, repeated, tag = "1")]
     pub pods: ::prost::alloc::vec::Vec<PodPressure>,
     #[prost(message, optional, tag = "2")]
-    pub generated_at: ::core::option::Option<::prost_types::Timestamp>,
+    pub generated_at: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(uint64, tag = "3")]
     pub version: u64,
 }
@@ -1165,7 +1165,7 @@ pub struct StandalonePod {
     #[prost(string, tag = "10")]
     pub resize: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "11")]
-    pub start_time: ::core::option::Option<::prost_types::Timestamp>,
+    pub start_time: ::core::option::Option<::pbjson_types::Timestamp>,
     /// Processes of the Pod's containers.
     #[prost(uint32, repeated, tag = "12")]
     pub pids: ::prost::alloc::vec::Vec<u32>,
@@ -1194,9 +1194,9 @@ pub struct PodEvent {
     #[prost(string, tag = "4")]
     pub message: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "5")]
-    pub first_timestamp: ::core::option::Option<::prost_types::Timestamp>,
+    pub first_timestamp: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(message, optional, tag = "6")]
-    pub last_timestamp: ::core::option::Option<::prost_types::Timestamp>,
+    pub last_timestamp: ::core::option::Option<::pbjson_types::Timestamp>,
     #[prost(int32, tag = "7")]
     pub count: i32,
     /// source.component ("kubelet", "default-scheduler").
@@ -1210,7 +1210,7 @@ pub struct ListEventsResponse {
     pub events: ::prost::alloc::vec::Vec<PodEvent>,
     /// The server's clock, for LAST SEEN.
     #[prost(message, optional, tag = "2")]
-    pub now: ::core::option::Option<::prost_types::Timestamp>,
+    pub now: ::core::option::Option<::pbjson_types::Timestamp>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ExplainRequest {

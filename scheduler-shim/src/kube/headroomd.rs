@@ -135,7 +135,7 @@ impl Latest {
     fn new(snapshot: pb::HeadroomSnapshot) -> Self {
         let generated_at = snapshot
             .generated_at
-            .and_then(|t| SystemTime::try_from(t).ok())
+            .and_then(headroom_proto::system_time)
             .unwrap_or(SystemTime::UNIX_EPOCH);
         Latest {
             snapshot,
@@ -372,12 +372,12 @@ mod tests {
     fn age_is_measured_from_generated_at() {
         let now = SystemTime::now();
         let latest = Latest::new(pb::HeadroomSnapshot {
-            generated_at: Some((now - Duration::from_secs(3)).into()),
+            generated_at: Some(headroom_proto::timestamp(now - Duration::from_secs(3))),
             ..pb::HeadroomSnapshot::default()
         });
         assert_eq!(latest.age(now), Duration::from_secs(3));
         let ahead = Latest::new(pb::HeadroomSnapshot {
-            generated_at: Some((now + Duration::from_secs(1)).into()),
+            generated_at: Some(headroom_proto::timestamp(now + Duration::from_secs(1))),
             ..pb::HeadroomSnapshot::default()
         });
         assert_eq!(ahead.age(now), Duration::ZERO);

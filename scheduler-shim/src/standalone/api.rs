@@ -31,8 +31,8 @@ fn status(e: StandaloneError) -> Status {
     }
 }
 
-fn timestamp(t: jiff::Timestamp) -> prost_types::Timestamp {
-    prost_types::Timestamp {
+fn timestamp(t: jiff::Timestamp) -> headroom_proto::Timestamp {
+    headroom_proto::Timestamp {
         seconds: t.as_second(),
         nanos: t.subsec_nanosecond(),
     }
