@@ -1337,6 +1337,9 @@ impl serde::Serialize for HeadroomSnapshot {
         if true {
             len += 1;
         }
+        if true {
+            len += 1;
+        }
         let mut struct_ser = serializer.serialize_struct("headroom.v1.HeadroomSnapshot", len)?;
         if true {
             #[allow(clippy::needless_borrow)]
@@ -1364,6 +1367,9 @@ impl serde::Serialize for HeadroomSnapshot {
         if let Some(v) = self.pipeline.as_ref() {
             struct_ser.serialize_field("pipeline", v)?;
         }
+        if true {
+            struct_ser.serialize_field("kernelEvents", &self.kernel_events)?;
+        }
         struct_ser.end()
     }
 }
@@ -1385,6 +1391,8 @@ impl<'de> serde::Deserialize<'de> for HeadroomSnapshot {
             "pods",
             "reservations",
             "pipeline",
+            "kernel_events",
+            "kernelEvents",
         ];
 
         #[allow(clippy::enum_variant_names)]
@@ -1397,6 +1405,7 @@ impl<'de> serde::Deserialize<'de> for HeadroomSnapshot {
             Pods,
             Reservations,
             Pipeline,
+            KernelEvents,
         }
         impl<'de> serde::Deserialize<'de> for GeneratedField {
             fn deserialize<D>(deserializer: D) -> std::result::Result<GeneratedField, D::Error>
@@ -1426,6 +1435,7 @@ impl<'de> serde::Deserialize<'de> for HeadroomSnapshot {
                             "pods" => Ok(GeneratedField::Pods),
                             "reservations" => Ok(GeneratedField::Reservations),
                             "pipeline" => Ok(GeneratedField::Pipeline),
+                            "kernelEvents" | "kernel_events" => Ok(GeneratedField::KernelEvents),
                             _ => Err(serde::de::Error::unknown_field(value, FIELDS)),
                         }
                     }
@@ -1453,6 +1463,7 @@ impl<'de> serde::Deserialize<'de> for HeadroomSnapshot {
                 let mut pods__ = None;
                 let mut reservations__ = None;
                 let mut pipeline__ = None;
+                let mut kernel_events__ = None;
                 while let Some(k) = map_.next_key()? {
                     match k {
                         GeneratedField::Version => {
@@ -1505,6 +1516,12 @@ impl<'de> serde::Deserialize<'de> for HeadroomSnapshot {
                             }
                             pipeline__ = map_.next_value()?;
                         }
+                        GeneratedField::KernelEvents => {
+                            if kernel_events__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("kernelEvents"));
+                            }
+                            kernel_events__ = Some(map_.next_value()?);
+                        }
                     }
                 }
                 Ok(HeadroomSnapshot {
@@ -1516,10 +1533,354 @@ impl<'de> serde::Deserialize<'de> for HeadroomSnapshot {
                     pods: pods__.unwrap_or_default(),
                     reservations: reservations__.unwrap_or_default(),
                     pipeline: pipeline__,
+                    kernel_events: kernel_events__.unwrap_or_default(),
                 })
             }
         }
         deserializer.deserialize_struct("headroom.v1.HeadroomSnapshot", FIELDS, GeneratedVisitor)
+    }
+}
+impl serde::Serialize for KernelEvent {
+    #[allow(deprecated)]
+    fn serialize<S>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error>
+    where
+        S: serde::Serializer,
+    {
+        use serde::ser::SerializeStruct;
+        let mut len = 0;
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        if true {
+            len += 1;
+        }
+        let mut struct_ser = serializer.serialize_struct("headroom.v1.KernelEvent", len)?;
+        if true {
+            #[allow(clippy::needless_borrow)]
+            #[allow(clippy::needless_borrows_for_generic_args)]
+            struct_ser.serialize_field("sequence", ToString::to_string(&self.sequence).as_str())?;
+        }
+        if true {
+            let v = KernelEventKind::try_from(self.kind)
+                .map_err(|_| serde::ser::Error::custom(format!("Invalid variant {}", self.kind)))?;
+            struct_ser.serialize_field("kind", &v)?;
+        }
+        if true {
+            struct_ser.serialize_field("podUid", &self.pod_uid)?;
+        }
+        if true {
+            struct_ser.serialize_field("container", &self.container)?;
+        }
+        if true {
+            struct_ser.serialize_field("cgroupHierarchyId", &self.cgroup_hierarchy_id)?;
+        }
+        if true {
+            #[allow(clippy::needless_borrow)]
+            #[allow(clippy::needless_borrows_for_generic_args)]
+            struct_ser.serialize_field("cgroupId", ToString::to_string(&self.cgroup_id).as_str())?;
+        }
+        if true {
+            struct_ser.serialize_field("pid", &self.pid)?;
+        }
+        if true {
+            #[allow(clippy::needless_borrow)]
+            #[allow(clippy::needless_borrows_for_generic_args)]
+            struct_ser.serialize_field("boottimeNs", ToString::to_string(&self.boottime_ns).as_str())?;
+        }
+        if true {
+            #[allow(clippy::needless_borrow)]
+            #[allow(clippy::needless_borrows_for_generic_args)]
+            struct_ser.serialize_field("durationNs", ToString::to_string(&self.duration_ns).as_str())?;
+        }
+        struct_ser.end()
+    }
+}
+impl<'de> serde::Deserialize<'de> for KernelEvent {
+    #[allow(deprecated)]
+    fn deserialize<D>(deserializer: D) -> std::result::Result<Self, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+    {
+        const FIELDS: &[&str] = &[
+            "sequence",
+            "kind",
+            "pod_uid",
+            "podUid",
+            "container",
+            "cgroup_hierarchy_id",
+            "cgroupHierarchyId",
+            "cgroup_id",
+            "cgroupId",
+            "pid",
+            "boottime_ns",
+            "boottimeNs",
+            "duration_ns",
+            "durationNs",
+        ];
+
+        #[allow(clippy::enum_variant_names)]
+        enum GeneratedField {
+            Sequence,
+            Kind,
+            PodUid,
+            Container,
+            CgroupHierarchyId,
+            CgroupId,
+            Pid,
+            BoottimeNs,
+            DurationNs,
+        }
+        impl<'de> serde::Deserialize<'de> for GeneratedField {
+            fn deserialize<D>(deserializer: D) -> std::result::Result<GeneratedField, D::Error>
+            where
+                D: serde::Deserializer<'de>,
+            {
+                struct GeneratedVisitor;
+
+                impl serde::de::Visitor<'_> for GeneratedVisitor {
+                    type Value = GeneratedField;
+
+                    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        write!(formatter, "expected one of: {:?}", &FIELDS)
+                    }
+
+                    #[allow(unused_variables)]
+                    fn visit_str<E>(self, value: &str) -> std::result::Result<GeneratedField, E>
+                    where
+                        E: serde::de::Error,
+                    {
+                        match value {
+                            "sequence" => Ok(GeneratedField::Sequence),
+                            "kind" => Ok(GeneratedField::Kind),
+                            "podUid" | "pod_uid" => Ok(GeneratedField::PodUid),
+                            "container" => Ok(GeneratedField::Container),
+                            "cgroupHierarchyId" | "cgroup_hierarchy_id" => Ok(GeneratedField::CgroupHierarchyId),
+                            "cgroupId" | "cgroup_id" => Ok(GeneratedField::CgroupId),
+                            "pid" => Ok(GeneratedField::Pid),
+                            "boottimeNs" | "boottime_ns" => Ok(GeneratedField::BoottimeNs),
+                            "durationNs" | "duration_ns" => Ok(GeneratedField::DurationNs),
+                            _ => Err(serde::de::Error::unknown_field(value, FIELDS)),
+                        }
+                    }
+                }
+                deserializer.deserialize_identifier(GeneratedVisitor)
+            }
+        }
+        struct GeneratedVisitor;
+        impl<'de> serde::de::Visitor<'de> for GeneratedVisitor {
+            type Value = KernelEvent;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("struct headroom.v1.KernelEvent")
+            }
+
+            fn visit_map<V>(self, mut map_: V) -> std::result::Result<KernelEvent, V::Error>
+                where
+                    V: serde::de::MapAccess<'de>,
+            {
+                let mut sequence__ = None;
+                let mut kind__ = None;
+                let mut pod_uid__ = None;
+                let mut container__ = None;
+                let mut cgroup_hierarchy_id__ = None;
+                let mut cgroup_id__ = None;
+                let mut pid__ = None;
+                let mut boottime_ns__ = None;
+                let mut duration_ns__ = None;
+                while let Some(k) = map_.next_key()? {
+                    match k {
+                        GeneratedField::Sequence => {
+                            if sequence__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("sequence"));
+                            }
+                            sequence__ = 
+                                Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)
+                            ;
+                        }
+                        GeneratedField::Kind => {
+                            if kind__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("kind"));
+                            }
+                            kind__ = Some(map_.next_value::<KernelEventKind>()? as i32);
+                        }
+                        GeneratedField::PodUid => {
+                            if pod_uid__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("podUid"));
+                            }
+                            pod_uid__ = Some(map_.next_value()?);
+                        }
+                        GeneratedField::Container => {
+                            if container__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("container"));
+                            }
+                            container__ = Some(map_.next_value()?);
+                        }
+                        GeneratedField::CgroupHierarchyId => {
+                            if cgroup_hierarchy_id__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("cgroupHierarchyId"));
+                            }
+                            cgroup_hierarchy_id__ = 
+                                Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)
+                            ;
+                        }
+                        GeneratedField::CgroupId => {
+                            if cgroup_id__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("cgroupId"));
+                            }
+                            cgroup_id__ = 
+                                Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)
+                            ;
+                        }
+                        GeneratedField::Pid => {
+                            if pid__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("pid"));
+                            }
+                            pid__ = 
+                                Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)
+                            ;
+                        }
+                        GeneratedField::BoottimeNs => {
+                            if boottime_ns__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("boottimeNs"));
+                            }
+                            boottime_ns__ = 
+                                Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)
+                            ;
+                        }
+                        GeneratedField::DurationNs => {
+                            if duration_ns__.is_some() {
+                                return Err(serde::de::Error::duplicate_field("durationNs"));
+                            }
+                            duration_ns__ = 
+                                Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)
+                            ;
+                        }
+                    }
+                }
+                Ok(KernelEvent {
+                    sequence: sequence__.unwrap_or_default(),
+                    kind: kind__.unwrap_or_default(),
+                    pod_uid: pod_uid__.unwrap_or_default(),
+                    container: container__.unwrap_or_default(),
+                    cgroup_hierarchy_id: cgroup_hierarchy_id__.unwrap_or_default(),
+                    cgroup_id: cgroup_id__.unwrap_or_default(),
+                    pid: pid__.unwrap_or_default(),
+                    boottime_ns: boottime_ns__.unwrap_or_default(),
+                    duration_ns: duration_ns__.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("headroom.v1.KernelEvent", FIELDS, GeneratedVisitor)
+    }
+}
+impl serde::Serialize for KernelEventKind {
+    #[allow(deprecated)]
+    fn serialize<S>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error>
+    where
+        S: serde::Serializer,
+    {
+        let variant = match self {
+            Self::Unspecified => "KERNEL_EVENT_KIND_UNSPECIFIED",
+            Self::ThrottleBegin => "KERNEL_EVENT_KIND_THROTTLE_BEGIN",
+            Self::ThrottleEnd => "KERNEL_EVENT_KIND_THROTTLE_END",
+            Self::MemcgReclaimStall => "KERNEL_EVENT_KIND_MEMCG_RECLAIM_STALL",
+            Self::DirectReclaimStall => "KERNEL_EVENT_KIND_DIRECT_RECLAIM_STALL",
+            Self::OomKill => "KERNEL_EVENT_KIND_OOM_KILL",
+            Self::CgroupMkdir => "KERNEL_EVENT_KIND_CGROUP_MKDIR",
+            Self::CgroupRmdir => "KERNEL_EVENT_KIND_CGROUP_RMDIR",
+        };
+        serializer.serialize_str(variant)
+    }
+}
+impl<'de> serde::Deserialize<'de> for KernelEventKind {
+    #[allow(deprecated)]
+    fn deserialize<D>(deserializer: D) -> std::result::Result<Self, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+    {
+        const FIELDS: &[&str] = &[
+            "KERNEL_EVENT_KIND_UNSPECIFIED",
+            "KERNEL_EVENT_KIND_THROTTLE_BEGIN",
+            "KERNEL_EVENT_KIND_THROTTLE_END",
+            "KERNEL_EVENT_KIND_MEMCG_RECLAIM_STALL",
+            "KERNEL_EVENT_KIND_DIRECT_RECLAIM_STALL",
+            "KERNEL_EVENT_KIND_OOM_KILL",
+            "KERNEL_EVENT_KIND_CGROUP_MKDIR",
+            "KERNEL_EVENT_KIND_CGROUP_RMDIR",
+        ];
+
+        struct GeneratedVisitor;
+
+        impl serde::de::Visitor<'_> for GeneratedVisitor {
+            type Value = KernelEventKind;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(formatter, "expected one of: {:?}", &FIELDS)
+            }
+
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E>
+            where
+                E: serde::de::Error,
+            {
+                i32::try_from(v)
+                    .ok()
+                    .and_then(|x| x.try_into().ok())
+                    .ok_or_else(|| {
+                        serde::de::Error::invalid_value(serde::de::Unexpected::Signed(v), &self)
+                    })
+            }
+
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E>
+            where
+                E: serde::de::Error,
+            {
+                i32::try_from(v)
+                    .ok()
+                    .and_then(|x| x.try_into().ok())
+                    .ok_or_else(|| {
+                        serde::de::Error::invalid_value(serde::de::Unexpected::Unsigned(v), &self)
+                    })
+            }
+
+            fn visit_str<E>(self, value: &str) -> std::result::Result<Self::Value, E>
+            where
+                E: serde::de::Error,
+            {
+                match value {
+                    "KERNEL_EVENT_KIND_UNSPECIFIED" => Ok(KernelEventKind::Unspecified),
+                    "KERNEL_EVENT_KIND_THROTTLE_BEGIN" => Ok(KernelEventKind::ThrottleBegin),
+                    "KERNEL_EVENT_KIND_THROTTLE_END" => Ok(KernelEventKind::ThrottleEnd),
+                    "KERNEL_EVENT_KIND_MEMCG_RECLAIM_STALL" => Ok(KernelEventKind::MemcgReclaimStall),
+                    "KERNEL_EVENT_KIND_DIRECT_RECLAIM_STALL" => Ok(KernelEventKind::DirectReclaimStall),
+                    "KERNEL_EVENT_KIND_OOM_KILL" => Ok(KernelEventKind::OomKill),
+                    "KERNEL_EVENT_KIND_CGROUP_MKDIR" => Ok(KernelEventKind::CgroupMkdir),
+                    "KERNEL_EVENT_KIND_CGROUP_RMDIR" => Ok(KernelEventKind::CgroupRmdir),
+                    _ => Err(serde::de::Error::unknown_variant(value, FIELDS)),
+                }
+            }
+        }
+        deserializer.deserialize_any(GeneratedVisitor)
     }
 }
 impl serde::Serialize for ListEventsRequest {
