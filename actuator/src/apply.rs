@@ -213,6 +213,14 @@ pub enum Recovery {
         pod_uid: String,
         reason: String,
     },
+    /// An entry of the intent directory that is no usable record (a FIFO, symlink, directory,
+    /// oversized or foreign file): renamed to `moved_to` (`None` if even that failed, said in
+    /// `reason`), nothing written to any cgroup.
+    SetAside {
+        path: PathBuf,
+        moved_to: Option<PathBuf>,
+        reason: String,
+    },
 }
 
 impl Actuator {
@@ -567,7 +575,31 @@ impl Actuator {
         let span = tracing::info_span!("recover", dir = %self.intent.dir().display());
         let _enter = span.enter();
         let mut out = Vec::new();
-        for (pod_uid, record) in self.intent.pending()? {
+        let scan = self.intent.pending()?;
+        // Nothing in the directory stops the start: what is not a record is moved aside, loudly.
+        for bad in scan.unusable {
+            let reason = bad.error.to_string();
+            let outcome = match self.intent.set_aside(&bad.path) {
+                Ok(to) => {
+                    warn!(path = %bad.path.display(), moved_to = %to.display(), "{reason}; moved aside");
+                    Recovery::SetAside {
+                        path: bad.path,
+                        moved_to: Some(to),
+                        reason,
+                    }
+                }
+                Err(e) => {
+                    warn!(path = %bad.path.display(), "{reason}; left in place: {e}");
+                    Recovery::SetAside {
+                        path: bad.path,
+                        moved_to: None,
+                        reason: format!("{reason}; left in place: {e}"),
+                    }
+                }
+            };
+            out.push(outcome);
+        }
+        for (pod_uid, record) in scan.pending {
             self.pods.remove(&pod_uid);
             let outcome = match record {
                 Err(e) => Recovery::Discarded {

@@ -21,11 +21,20 @@
 //! longer record and is ignored. An empty file also means "nothing in flight". A record torn by a
 //! crash while it was being written fails its length or checksum and is discarded: no cgroup write
 //! can have happened before it was complete.
+//!
+//! At start the directory is not trusted: a record file is opened with `O_NOFOLLOW | O_NONBLOCK`
+//! (a symlink is not followed, a FIFO cannot block), only a regular file of at most
+//! [`MAX_RECORD_BYTES`] is read, and whatever is not a record headroom wrote (another kind of
+//! file, an unreadable or oversized one, one whose header or JSON is not headroom's) is renamed
+//! to `<name>`[`UNREADABLE_SUFFIX`] beside it, for the operator, and reported
+//! ([`IntentLog::set_aside`]). The suffix, rather than a sub-directory, because a rename within
+//! the directory needs nothing created first that could itself already be a symlink elsewhere,
+//! and the scan ignores names that do not end in [`INTENT_SUFFIX`].
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::{File, FileType, OpenOptions};
+use std::io::{self, Read as _};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +44,15 @@ use crate::values::Setting;
 use headroom_cgroupfs::CgroupDirs;
 
 pub const INTENT_SUFFIX: &str = ".intent";
+/// Appended to the name of an entry of the intent directory that is not a usable record, when
+/// recovery moves it aside.
+pub const UNREADABLE_SUFFIX: &str = ".unreadable";
+/// The largest record written, and read at start. A record is a header and, per cgroup of the
+/// Pod, its paths and a handful of writes: under 1 KiB a container even with long roots, so a
+/// mebibyte holds a Pod of about a thousand containers (the API server's 1.5 MiB object limit
+/// allows fewer). Records are read one at a time, so this is also what a hostile file can cost
+/// at start.
+pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 const FORMAT: u32 = 1;
 /// The header's first word; a record marked done has its first byte replaced by [`DONE`].
 const MAGIC: &[u8] = b"headroom-intent";
@@ -53,8 +71,21 @@ pub enum IntentError {
     Write { path: PathBuf, source: io::Error },
     #[error("read intent record {}: {source}", path.display())]
     Read { path: PathBuf, source: io::Error },
-    #[error("intent record {} is torn or not an intent record: {reason}", path.display())]
+    /// What a crash while the record was written leaves: nothing was written to any cgroup yet.
+    #[error("intent record {} is torn (a crash while it was written): {reason}", path.display())]
+    Torn { path: PathBuf, reason: String },
+    #[error("{} is not an intent record headroom wrote: {reason}", path.display())]
     Corrupt { path: PathBuf, reason: String },
+    #[error("{} is a {kind}, not a regular file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("intent record {} is {bytes} bytes or more, over the {MAX_RECORD_BYTES}-byte bound", path.display())]
+    TooLarge { path: PathBuf, bytes: u64 },
+    #[error("move {} aside to {}: {source}", path.display(), to.display())]
+    SetAside {
+        path: PathBuf,
+        to: PathBuf,
+        source: io::Error,
+    },
     #[error("remove intent record {}: {source}", path.display())]
     Remove { path: PathBuf, source: io::Error },
     #[error(transparent)]
@@ -124,8 +155,32 @@ impl EncodedCgroups {
     }
 }
 
-/// A record found on disk: the Pod uid, and the record or why it cannot be used.
+/// A record found on disk: the Pod uid, and the record or why it cannot be used (a torn record,
+/// [`IntentError::Torn`], is the only error here: every other is an [`Unusable`] entry).
 pub type Pending = (String, Result<IntentRecord, IntentError>);
+
+/// An entry of the intent directory named like a record that is not one headroom can use: to be
+/// moved aside ([`IntentLog::set_aside`]), never deleted or trusted.
+#[derive(Debug)]
+pub struct Unusable {
+    pub path: PathBuf,
+    pub error: IntentError,
+}
+
+/// What [`IntentLog::pending`] found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Records left in flight, by Pod uid.
+    pub pending: Vec<Pending>,
+    pub unusable: Vec<Unusable>,
+}
+
+impl Scan {
+    /// Nothing in flight and nothing unusable.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.unusable.is_empty()
+    }
+}
 
 /// The directory of intent records, with one open file per Pod.
 #[derive(Debug)]
@@ -223,6 +278,15 @@ impl IntentLog {
         let mut buffer = std::mem::take(&mut self.buffer);
         let encoded = encode(pod_uid, cgroups, writes, &mut buffer);
         let sync = self.sync;
+        if encoded.is_ok() && buffer.len() as u64 > MAX_RECORD_BYTES {
+            let bytes = buffer.len() as u64;
+            self.buffer = buffer;
+            // Recovery would refuse it: refuse it now, before any cgroup is written.
+            return Err(IntentError::TooLarge {
+                path: self.path_for(pod_uid)?,
+                bytes,
+            });
+        }
         let result = encoded.map_err(io::Error::other).and_then(|()| {
             let file = self.file(pod_uid).map_err(io::Error::other)?;
             file.write_all_at(&buffer, 0)?;
@@ -258,13 +322,15 @@ impl IntentLog {
             .map_err(|source| IntentError::Remove { path, source })
     }
 
-    /// Every non-empty record in the directory: `(pod uid, record or why it cannot be used)`.
-    pub fn pending(&self) -> Result<Vec<Pending>, IntentError> {
+    /// Every non-empty record in the directory, and every entry named like a record that is not
+    /// a usable one. Reads only regular files, through no symlink, at most
+    /// [`MAX_RECORD_BYTES`] each; a FIFO, device, socket or directory is never read.
+    pub fn pending(&self) -> Result<Scan, IntentError> {
         let entries = std::fs::read_dir(&self.dir).map_err(|source| IntentError::Read {
             path: self.dir.clone(),
             source,
         })?;
-        let mut out = Vec::new();
+        let mut scan = Scan::default();
         for entry in entries {
             let entry = entry.map_err(|source| IntentError::Read {
                 path: self.dir.clone(),
@@ -275,34 +341,150 @@ impl IntentLog {
                 continue;
             };
             let path = entry.path();
-            let bytes = match std::fs::read(&path) {
+            let unusable = |error| Unusable {
+                path: path.clone(),
+                error,
+            };
+            // Not a name headroom writes: its record could never be removed by uid either.
+            if let Err(e) = path::validate_id("pod uid", uid) {
+                scan.unusable.push(unusable(e.into()));
+                continue;
+            }
+            let bytes = match entry
+                .file_type()
+                .map_err(|source| IntentError::Read {
+                    path: path.clone(),
+                    source,
+                })
+                .and_then(|kind| read_record_file(&path, kind))
+            {
                 Ok(b) => b,
-                Err(source) => {
-                    out.push((uid.to_owned(), Err(IntentError::Read { path, source })));
+                Err(e) => {
+                    scan.unusable.push(unusable(e));
                     continue;
                 }
             };
-            let parsed = match decode(&bytes) {
-                Decoded::Nothing => continue,
-                Decoded::Corrupt(reason) => Err(IntentError::Corrupt { path, reason }),
+            match decode(&bytes) {
+                Decoded::Nothing => {}
+                Decoded::Torn(reason) => scan
+                    .pending
+                    .push((uid.to_owned(), Err(IntentError::Torn { path, reason }))),
+                Decoded::Corrupt(reason) => {
+                    scan.unusable.push(unusable(IntentError::Corrupt {
+                        path: path.clone(),
+                        reason,
+                    }));
+                }
                 Decoded::Record(r) => {
                     if r.format != FORMAT
                         || r.pod_uid != uid
                         || r.writes.iter().any(|w| w.cgroup >= r.cgroups.len())
                     {
-                        Err(IntentError::Corrupt {
-                            path,
-                            reason: format!("format {} for pod {}", r.format, r.pod_uid),
-                        })
+                        let reason = format!("format {} for pod {}", r.format, r.pod_uid);
+                        scan.unusable.push(unusable(IntentError::Corrupt {
+                            path: path.clone(),
+                            reason,
+                        }));
                     } else {
-                        Ok(*r)
+                        scan.pending.push((uid.to_owned(), Ok(*r)));
                     }
                 }
-            };
-            out.push((uid.to_owned(), parsed));
+            }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        scan.pending.sort_by(|a, b| a.0.cmp(&b.0));
+        scan.unusable.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(scan)
+    }
+
+    /// Renames an entry of the directory to `<name>.unreadable` (`.unreadable.1`, … if taken),
+    /// beside it; returns the new path. A symlink, FIFO or directory is moved as it is, never
+    /// followed or opened.
+    pub fn set_aside(&mut self, path: &Path) -> Result<PathBuf, IntentError> {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let mut to = self.dir.join(format!("{name}{UNREADABLE_SUFFIX}"));
+        // Check then rename: the start is the only writer of this directory.
+        for n in 1..=100 {
+            if to.symlink_metadata().is_err() {
+                break;
+            }
+            to = self.dir.join(format!("{name}{UNREADABLE_SUFFIX}.{n}"));
+        }
+        std::fs::rename(path, &to)
+            .and_then(|()| self.dir_handle.sync_all())
+            .map_err(|source| IntentError::SetAside {
+                path: path.into(),
+                to: to.clone(),
+                source,
+            })?;
+        // A handle kept open for that name now points at the moved file.
+        if let Some(uid) = name.strip_suffix(INTENT_SUFFIX) {
+            self.files.remove(uid);
+        }
+        Ok(to)
+    }
+}
+
+/// The bytes of a record file, if it is a regular file (reached through no symlink) of at most
+/// [`MAX_RECORD_BYTES`]. `kind` is the directory entry's type (not followed): a FIFO or device is
+/// not even opened; `O_NONBLOCK` covers one swapped in since, and `fstat` checks again.
+fn read_record_file(path: &Path, kind: FileType) -> Result<Vec<u8>, IntentError> {
+    if !kind.is_file() {
+        return Err(IntentError::NotRegular {
+            path: path.into(),
+            kind: kind_name(kind),
+        });
+    }
+    let read_err = |source| IntentError::Read {
+        path: path.into(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
+    if !meta.file_type().is_file() {
+        return Err(IntentError::NotRegular {
+            path: path.into(),
+            kind: kind_name(meta.file_type()),
+        });
+    }
+    if meta.len() > MAX_RECORD_BYTES {
+        return Err(IntentError::TooLarge {
+            path: path.into(),
+            bytes: meta.len(),
+        });
+    }
+    // The size can be a lie (or grow): never read more than the bound, plus one byte to tell.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_RECORD_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_RECORD_BYTES {
+        return Err(IntentError::TooLarge {
+            path: path.into(),
+            bytes: bytes.len() as u64,
+        });
+    }
+    Ok(bytes)
+}
+
+fn kind_name(kind: FileType) -> &'static str {
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_symlink() {
+        "symbolic link"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else {
+        "special file"
     }
 }
 
@@ -339,6 +521,9 @@ fn encode(
 enum Decoded {
     /// Empty file, or a record marked done.
     Nothing,
+    /// A headroom header whose record is cut short or fails its checksum: a crash mid-write.
+    Torn(String),
+    /// Not what headroom writes.
     Corrupt(String),
     Record(Box<IntentRecord>),
 }
@@ -367,13 +552,13 @@ fn decode(bytes: &[u8]) -> Decoded {
         return Decoded::Corrupt(format!("bad length or checksum in {header:?}"));
     };
     let Some(json) = bytes.get(newline + 1..).and_then(|rest| rest.get(..len)) else {
-        return Decoded::Corrupt(format!(
+        return Decoded::Torn(format!(
             "record is {} bytes, header says {len}",
             bytes.len() - newline - 1
         ));
     };
     if crc32fast::hash(json) != crc {
-        return Decoded::Corrupt("checksum mismatch (torn write)".into());
+        return Decoded::Torn("checksum mismatch".into());
     }
     match serde_json::from_slice(json) {
         Ok(r) => Decoded::Record(Box::new(r)),
@@ -436,12 +621,12 @@ mod tests {
         log.begin(&record("u1")).expect("begin");
         log.begin(&record("u2")).expect("begin");
         log.clear("u2").expect("clear");
-        let pending = log.pending().expect("pending");
+        let pending = log.pending().expect("pending").pending;
         assert_eq!(pending.len(), 1);
         assert_eq!(pending[0].0, "u1");
         assert_eq!(pending[0].1.as_ref().expect("parses"), &record("u1"));
         log.remove("u1").expect("remove");
-        assert!(log.pending().expect("pending").is_empty());
+        assert!(log.pending().expect("pending").pending.is_empty());
         assert!(log.begin(&record("../evil")).is_err());
     }
 
@@ -452,18 +637,25 @@ mod tests {
         let mut full = Vec::new();
         encode_record(&record("u1"), &mut full).expect("encode");
         std::fs::write(tmp.path().join("u1.intent"), &full[..full.len() - 5]).expect("write");
-        let pending = log.pending().expect("pending");
+        let pending = log.pending().expect("pending").pending;
         assert!(
-            matches!(&pending[0].1, Err(IntentError::Corrupt { reason, .. }) if reason.contains("header says")),
+            matches!(&pending[0].1, Err(IntentError::Torn { reason, .. }) if reason.contains("header says")),
             "{pending:?}"
         );
         // A bare JSON record (no header) is not trusted either.
         let json = serde_json::to_vec(&record("u1")).expect("json");
         std::fs::write(tmp.path().join("u1.intent"), json).expect("write");
-        let pending = log.pending().expect("pending");
+        let scan = log.pending().expect("pending");
+        assert!(scan.pending.is_empty(), "{scan:?}");
         assert!(
-            matches!(pending[0].1, Err(IntentError::Corrupt { .. })),
-            "{pending:?}"
+            matches!(
+                &scan.unusable[..],
+                [Unusable {
+                    error: IntentError::Corrupt { .. },
+                    ..
+                }]
+            ),
+            "{scan:?}"
         );
     }
 
@@ -481,9 +673,9 @@ mod tests {
         let mut torn = new[..cut].to_vec();
         torn.extend_from_slice(&old[cut..]);
         std::fs::write(tmp.path().join("u1.intent"), torn).expect("write");
-        let pending = log.pending().expect("pending");
+        let pending = log.pending().expect("pending").pending;
         assert!(
-            matches!(&pending[0].1, Err(IntentError::Corrupt { reason, .. }) if reason.contains("checksum")),
+            matches!(&pending[0].1, Err(IntentError::Torn { reason, .. }) if reason.contains("checksum")),
             "{pending:?}"
         );
     }
@@ -497,7 +689,7 @@ mod tests {
         log.begin(&longer).expect("begin");
         log.clear("u1").expect("clear");
         assert!(
-            log.pending().expect("pending").is_empty(),
+            log.pending().expect("pending").pending.is_empty(),
             "done mark means nothing in flight"
         );
         // The file still holds the longer record's tail behind the shorter one.
@@ -506,14 +698,32 @@ mod tests {
         let mut shorter = Vec::new();
         encode_record(&record("u1"), &mut shorter).expect("encode");
         assert!(on_disk.len() > shorter.len());
-        let pending = log.pending().expect("pending");
+        let pending = log.pending().expect("pending").pending;
         assert_eq!(pending[0].1.as_ref().expect("parses"), &record("u1"));
         // Synced mode writes the same bytes.
         log.set_sync(true);
         log.begin(&longer).expect("begin");
         assert_eq!(
-            log.pending().expect("pending")[0].1.as_ref().expect("parses"),
+            log.pending().expect("pending").pending[0]
+                .1
+                .as_ref()
+                .expect("parses"),
             &longer
         );
+    }
+
+    #[test]
+    fn a_record_over_the_bound_is_refused_before_anything_is_written() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut log = IntentLog::open(tmp.path()).expect("open");
+        let mut huge = record("u1");
+        let long = "c".repeat(usize::try_from(MAX_RECORD_BYTES).expect("usize"));
+        huge.cgroups.push(CgroupDirs::V2 { dir: long.into() });
+        let err = log.begin(&huge).expect_err("over the bound");
+        assert!(matches!(err, IntentError::TooLarge { .. }), "{err}");
+        assert!(!tmp.path().join("u1.intent").exists(), "no file written");
+        // The log still works.
+        log.begin(&record("u1")).expect("begin");
+        assert_eq!(log.pending().expect("pending").pending.len(), 1);
     }
 }

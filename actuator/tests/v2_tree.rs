@@ -6,12 +6,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use headroom_actuator::apply::RecoveryPolicy;
 use headroom_actuator::convert;
-use headroom_actuator::intent::IntentRecord;
+use headroom_actuator::intent::{IntentRecord, UNREADABLE_SUFFIX};
 use headroom_actuator::{
     ActuateError, Actuator, ActuatorConfig, ConversionConfig, Recovery, ResizeRequest, Roots, WeightFormula,
 };
@@ -377,5 +377,138 @@ fn intent_record_pointing_outside_the_roots_is_refused() {
         err.to_string()
             .contains("outside the configured pod cgroup roots"),
         "{err}"
+    );
+}
+
+/// Recovery with a hostile entry `make_bad` puts into the intent directory beside a half-done
+/// resize. The entry's name sorts before the good record, so the good record is only recovered if
+/// recovery goes past the bad entry. Recovery runs on its own thread, so a hang fails the test
+/// instead of stopping it. `moved` checks the entry where it was moved, with the reason given.
+fn recover_past(make_bad: impl FnOnce(&Path) -> PathBuf, moved: impl FnOnce(&Path, &str)) {
+    let t = tree();
+    crash_after(&t, 5);
+    let bad = make_bad(&t.intents);
+    assert!(bad.file_name().unwrap().to_str().unwrap() < UID, "sorts first");
+    let kind = bad.symlink_metadata().unwrap().file_type();
+    let mut a = actuator(&t, RecoveryPolicy::Complete);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let done = a.recover();
+        let again = a.recover();
+        let _ = tx.send((done, again));
+    });
+    let (done, again) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("recovery did not finish within 10 s");
+    let done = done.expect("recovery completes");
+    assert!(
+        done.contains(&Recovery::Completed {
+            pod_uid: UID.into(),
+            writes: 12
+        }),
+        "the good record is recovered: {done:?}"
+    );
+    assert_eq!(read(&t.root, "cpu.max"), "600000 100000");
+    assert_eq!(read(&t.root, "logger/memory.max"), (256 * MIB).to_string());
+    let set_aside: Vec<_> = done
+        .iter()
+        .filter(|r| matches!(r, Recovery::SetAside { .. }))
+        .collect();
+    let [
+        Recovery::SetAside {
+            path,
+            moved_to: Some(moved_to),
+            reason,
+        },
+    ] = &set_aside[..]
+    else {
+        panic!("the bad entry is reported as moved aside: {done:?}");
+    };
+    assert_eq!(path, &bad);
+    let name = bad.file_name().unwrap().to_str().unwrap();
+    assert_eq!(moved_to, &t.intents.join(format!("{name}{UNREADABLE_SUFFIX}")));
+    assert!(
+        bad.symlink_metadata().is_err(),
+        "{} is still there",
+        bad.display()
+    );
+    // The entry itself was moved (not followed, opened or copied).
+    assert_eq!(moved_to.symlink_metadata().unwrap().file_type(), kind);
+    moved(moved_to, reason);
+    assert!(again.expect("second recovery").is_empty(), "nothing left to do");
+}
+
+#[test]
+fn a_fifo_in_the_intent_directory_neither_hangs_nor_stops_recovery() {
+    recover_past(
+        |dir| {
+            let p = dir.join("0a-fifo.intent");
+            nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+            p
+        },
+        |_, reason| assert!(reason.contains("FIFO, not a regular file"), "{reason}"),
+    );
+}
+
+#[test]
+fn a_symlink_to_dev_zero_is_not_followed() {
+    recover_past(
+        |dir| {
+            let p = dir.join("0a-link.intent");
+            std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+            p
+        },
+        |moved, reason| {
+            assert!(reason.contains("symbolic link"), "{reason}");
+            assert_eq!(std::fs::read_link(moved).unwrap(), Path::new("/dev/zero"));
+        },
+    );
+}
+
+#[test]
+fn a_directory_in_the_intent_directory_does_not_stop_recovery() {
+    recover_past(
+        |dir| {
+            let p = dir.join("0a-dir.intent");
+            std::fs::create_dir(&p).unwrap();
+            std::fs::write(p.join("inside"), "kept").unwrap();
+            p
+        },
+        |moved, reason| {
+            assert!(reason.contains("directory, not a regular file"), "{reason}");
+            assert_eq!(std::fs::read_to_string(moved.join("inside")).unwrap(), "kept");
+        },
+    );
+}
+
+#[test]
+fn an_oversized_record_file_is_not_read() {
+    recover_past(
+        |dir| {
+            let p = dir.join("0a-big.intent");
+            // Sparse: 64 MiB that cost no disk.
+            std::fs::File::create(&p).unwrap().set_len(64 * MIB).unwrap();
+            p
+        },
+        |moved, reason| {
+            assert!(reason.contains("over the 1048576-byte bound"), "{reason}");
+            assert_eq!(std::fs::metadata(moved).unwrap().len(), 64 * MIB);
+        },
+    );
+}
+
+#[test]
+fn a_garbage_record_file_is_kept_for_the_operator() {
+    let garbage = b"not a record\n\x00\xff{\"format\":1}".repeat(10);
+    recover_past(
+        |dir| {
+            let p = dir.join("0a-garbage.intent");
+            std::fs::write(&p, &garbage).unwrap();
+            p
+        },
+        |moved, reason| {
+            assert!(reason.contains("not an intent record headroom wrote"), "{reason}");
+            assert_eq!(std::fs::read(moved).unwrap(), garbage);
+        },
     );
 }

@@ -656,9 +656,11 @@ async fn soak(args: &Args) -> Result<bool> {
         .iter()
         .filter_map(|d| headroom_actuator::intent::IntentLog::open(d).ok())
         .flat_map(|log| match log.pending() {
-            Ok(pending) => pending
+            Ok(scan) => scan
+                .pending
                 .into_iter()
                 .map(|(uid, record)| format!("{}/{uid}: {record:?}", log.dir().display()))
+                .chain(scan.unusable.into_iter().map(|u| u.error.to_string()))
                 .collect(),
             Err(e) => vec![e.to_string()],
         })
