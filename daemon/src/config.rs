@@ -16,6 +16,7 @@
 //! writer_uids = [0]              # may call Reserve/Release/ApplyResize
 //! # reader_uids = [0, 1000]      # absent: anyone the socket mode lets in may read
 //! max_watchers = 1024
+//! max_connections = 256          # open Unix-socket connections; over it, closed at once
 //! default_reservation_ttl_seconds = 60
 //! max_reservation_ttl_seconds = 3600
 //! require_known_pod = true
@@ -361,6 +362,7 @@ pub fn parse(text: &str, source_name: &str) -> Result<Config, ConfigError> {
                 "writer_uids",
                 "reader_uids",
                 "max_watchers",
+                "max_connections",
                 "default_reservation_ttl_seconds",
                 "max_reservation_ttl_seconds",
                 "require_known_pod",
@@ -401,6 +403,9 @@ pub fn parse(text: &str, source_name: &str) -> Result<Config, ConfigError> {
         }
         if let Some(n) = w.int(server, p, "max_watchers", 1, 100_000) {
             c.server.limits.max_watchers = n.unsigned_abs() as usize;
+        }
+        if let Some(n) = w.int(server, p, "max_connections", 1, 1_000_000) {
+            c.server.connections.max_connections = n.unsigned_abs() as usize;
         }
         if let Some(n) = w.int(server, p, "default_reservation_ttl_seconds", 1, 86_400) {
             c.server.limits.default_reservation_ttl = Duration::from_secs(n.unsigned_abs());

@@ -25,6 +25,7 @@ use tokio::{
 use crate::{
     collector::ProbeReportCell,
     pipeline::{CgroupOwner, Figure, PodResolver, Pressure, PsiFigures, Snapshot, SnapshotReader},
+    server::ConnectionStats,
 };
 
 type Labels = [(&'static str, String); 3];
@@ -487,6 +488,51 @@ impl Collector for SnapshotCollector {
     }
 }
 
+/// The Unix socket's accept loop ([`crate::server::connections`]), live.
+#[derive(Debug)]
+struct ConnectionCollector(Arc<ConnectionStats>);
+
+impl Collector for ConnectionCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let c = &self.0;
+        for (name, help, counter, value) in [
+            (
+                "headroom_grpc_connections",
+                "Connections open on the gRPC Unix socket (handshaking or served).",
+                false,
+                c.open(),
+            ),
+            (
+                "headroom_grpc_connections_accepted",
+                "Connections accepted on the gRPC Unix socket.",
+                true,
+                c.accepted_total(),
+            ),
+            (
+                "headroom_grpc_connections_over_cap",
+                "Connections closed at once: server.max_connections were open.",
+                true,
+                c.over_cap_total(),
+            ),
+            (
+                "headroom_grpc_connections_handshake_failed",
+                "Connections closed without the HTTP/2 preface in time (or with something else).",
+                true,
+                c.handshake_failed_total(),
+            ),
+            (
+                "headroom_grpc_accept_out_of_fds",
+                "Accepts that failed for want of file descriptors (EMFILE, ENFILE).",
+                true,
+                c.out_of_fds_total(),
+            ),
+        ] {
+            scalar(&mut encoder, name, help, counter, value as f64)?;
+        }
+        Ok(())
+    }
+}
+
 /// The registry with the snapshot collector.
 pub struct Metrics {
     registry: Registry,
@@ -515,6 +561,13 @@ impl Metrics {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(collector));
         Self { registry }
+    }
+
+    /// Also the gRPC socket's connection counters.
+    pub fn with_connections(mut self, stats: Arc<ConnectionStats>) -> Self {
+        self.registry
+            .register_collector(Box::new(ConnectionCollector(stats)));
+        self
     }
 
     /// OpenMetrics text.

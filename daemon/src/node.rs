@@ -139,6 +139,10 @@ impl Embedded {
 
 /// Starts everything. Must run inside a multi-threaded Tokio runtime.
 pub async fn start(options: NodeOptions) -> Result<Node> {
+    // Before any socket: the soft limit is often 1024, a few hundred connections from EMFILE.
+    if let Err(e) = server::connections::raise_open_file_limit() {
+        warn!("cannot raise the open-file soft limit: {e}");
+    }
     let host = CgroupHost::detect(&options.cgroup_mount).context("read the host's cgroup layout")?;
     let (probes, probes_missing) = match options.probes {
         ProbeMode::Off => (None, Some("probes disabled by configuration".to_string())),
@@ -336,7 +340,8 @@ impl Daemon {
                 let m = match &probes {
                     Some(p) => Metrics::with_probes(reader.clone(), resolver, p.report.clone()),
                     None => Metrics::new(reader.clone()),
-                };
+                }
+                .with_connections(server.connections().clone());
                 let task = tokio::spawn(metrics::serve(listener, Arc::new(m)));
                 Some((bound, task))
             }

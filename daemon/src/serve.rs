@@ -31,6 +31,9 @@ pub struct ServeArgs {
     /// Node allocatable memory, a Kubernetes quantity ("32Gi").
     #[arg(long, value_name = "QUANTITY")]
     pub allocatable_memory: Option<String>,
+    /// Open connections on the Unix socket at most (default 256); one over it is closed at once.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
     /// `/metrics` listen address ("" disables it).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
@@ -112,6 +115,9 @@ pub fn resolve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
             Ok(b) => c.pipeline.allocatable.memory_bytes = b,
             Err(e) => issue("--allocatable-memory", e.to_string()),
         }
+    }
+    if let Some(n) = args.max_connections {
+        c.server.connections.max_connections = n as usize;
     }
     if let Some(a) = &args.metrics_listen {
         if a.is_empty() {

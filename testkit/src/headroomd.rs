@@ -15,7 +15,7 @@ use headroomd::{
         CgroupOwner, InMemoryPodSource, PipelineConfig, PipelineHandle, PodEntry, SnapshotReader,
         StaticPodResolver,
     },
-    server::{AccessPolicy, ServerHandle, TcpConfig, UnavailableActuator},
+    server::{AccessPolicy, ConnectionLimits, ServerHandle, TcpConfig, UnavailableActuator},
 };
 
 /// What the test's headroomd knows and who may call it.
@@ -28,6 +28,8 @@ pub struct HeadroomdSetup {
     pub access: AccessPolicy,
     /// Also listen on TCP with mutual TLS.
     pub tcp: Option<TcpConfig>,
+    /// The Unix socket's connection cap and handshake deadline.
+    pub connections: ConnectionLimits,
     /// cgroup → owner, as headroomd's cgroupfs resolver would map them.
     pub cgroups: Vec<(CgroupKey, CgroupOwner)>,
     /// Pods counted against the node (headroomd's Pod source).
@@ -45,6 +47,7 @@ impl Default for HeadroomdSetup {
             allocatable: Resources::new(8000, 16 << 30),
             access: AccessPolicy::default(),
             tcp: None,
+            connections: ConnectionLimits::default(),
             cgroups: Vec::new(),
             pods: Vec::new(),
             socket: PathBuf::from("headroomd.sock"),
@@ -94,6 +97,7 @@ impl InProcessHeadroomd {
         };
         config.server.socket_path = socket.clone();
         config.server.access = setup.access;
+        config.server.connections = setup.connections;
         let components = Components {
             resolver: resolver.clone(),
             pod_source: pods.clone(),

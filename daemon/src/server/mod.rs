@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod actuator;
+pub mod connections;
 pub mod convert;
 pub mod service;
 pub mod tls;
@@ -20,15 +21,14 @@ use std::{
     time::Duration,
 };
 
+pub use access::{AccessLayer, AccessPolicy, Peer};
+pub use connections::{ConnectionLimits, ConnectionStats};
 use headroom_proto::v1::headroom_server::HeadroomServer;
 use tokio::{
     net::{TcpListener, UnixListener},
     sync::oneshot,
     task::JoinHandle,
 };
-use tokio_stream::wrappers::UnixListenerStream;
-
-pub use access::{AccessLayer, AccessPolicy, Peer};
 
 /// The server stack: [`AccessLayer`] in front of every route.
 type WithAccess = tower_layer::Stack<AccessLayer, tower_layer::Identity>;
@@ -57,6 +57,8 @@ pub struct ServerConfig {
     pub access: AccessPolicy,
     /// Limits and defaults of the service.
     pub limits: ServiceLimits,
+    /// How many connections the Unix socket holds, and how long one may stay silent.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +71,7 @@ impl Default for ServerConfig {
             max_concurrent_streams: 256,
             access: AccessPolicy::default(),
             limits: ServiceLimits::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -133,6 +136,7 @@ pub struct ServerHandle {
     tcp: Option<(SocketAddr, Listener)>,
     path: PathBuf,
     health: tonic_health::server::HealthReporter,
+    connections: Arc<ConnectionStats>,
 }
 
 impl ServerHandle {
@@ -149,6 +153,11 @@ impl ServerHandle {
     /// The health reporter (to mark the service not serving, e.g. when probes fail).
     pub fn health(&self) -> &tonic_health::server::HealthReporter {
         &self.health
+    }
+
+    /// The Unix socket's connection counters.
+    pub fn connections(&self) -> &Arc<ConnectionStats> {
+        &self.connections
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), removes the socket.
@@ -335,7 +344,8 @@ pub async fn serve(
         });
         (addr, serving)
     });
-    let incoming = UnixListenerStream::new(listener);
+    let connections = Arc::new(ConnectionStats::default());
+    let incoming = connections::accept(listener, config.connections.clone(), connections.clone());
     let path = config.socket_path.clone();
     tracing::info!(socket = %path.display(), mode = format!("{:o}", config.socket_mode), "gRPC serving");
     let uds = Listener::spawn(|rx| {
@@ -348,5 +358,6 @@ pub async fn serve(
         tcp,
         path,
         health,
+        connections,
     })
 }

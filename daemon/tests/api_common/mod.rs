@@ -74,6 +74,7 @@ pub async fn start_with(dir: tempfile::TempDir, access: AccessPolicy, tcp: Optio
         }],
         socket: "run/headroomd.sock".into(),
         dir: Some(dir),
+        ..HeadroomdSetup::default()
     })
     .await
 }
