@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod load;
 pub mod runc;
 
 use std::path::{Path, PathBuf};

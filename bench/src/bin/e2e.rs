@@ -14,7 +14,7 @@
 //! `cargo xtask bench e2e` (or `target/release/e2e --out target/bench [--quick]`). Needs root.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use headroom_actuator::Roots;
 use headroom_actuator::layout::DEFAULT_MOUNT;
+use headroom_bench::load::Load;
 use headroom_bench::runc::{RuncContainer, run, runc_version};
 use headroom_bench::{
     BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
@@ -492,39 +493,6 @@ async fn run_variant(setup: &NodeSetup, v: &Variant, warmup: usize, reps: usize)
 
 // === Background load ===
 
-/// `stress-ng --cpu 1 --vm 1 --vm-bytes 256M` in its own process group, killed on drop.
-struct Load(std::process::Child);
-
-impl Load {
-    fn start(timeout_s: u64) -> Result<Self> {
-        use std::os::unix::process::CommandExt as _;
-        let child = Command::new("stress-ng")
-            .args(["--cpu", "1", "--vm", "1", "--vm-bytes", "256M", "--quiet"])
-            .args(["--timeout", &format!("{timeout_s}s")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .context("start stress-ng (apt-get install stress-ng)")?;
-        let mut load = Self(child);
-        std::thread::sleep(Duration::from_millis(500));
-        if let Ok(Some(status)) = load.0.try_wait() {
-            bail!("stress-ng exited at once: {status}");
-        }
-        Ok(load)
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        if let Ok(pgid) = i32::try_from(self.0.id()) {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::SIGKILL);
-        }
-        let _ = self.0.wait();
-    }
-}
-
 // === Peer: runc ===
 
 fn runc_container() -> Result<RuncContainer> {
@@ -823,7 +791,7 @@ async fn measure_all(args: &Args, setup: &NodeSetup, counts: &Counts) -> Result<
         let timeout = if args.common.quick { 300 } else { 3600 };
         let _load = if load {
             eprintln!("{NAME}: starting stress-ng --cpu 1 --vm 1 --vm-bytes 256M");
-            Some(Load::start(timeout)?)
+            Some(Load::start(Some(Duration::from_secs(timeout)))?)
         } else {
             None
         };

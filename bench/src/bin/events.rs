@@ -20,6 +20,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
+use headroom_bench::load::Load;
 use headroom_bench::{
     BenchArgs, Comparison, Summary, new_histogram, plot_percentiles, print_comparison, tokio_runtime,
     write_json,
@@ -61,39 +62,6 @@ impl Drop for Daemon {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.0.id() as i32),
             nix::sys::signal::SIGTERM,
-        );
-        let _ = self.0.wait();
-    }
-}
-
-/// `stress-ng --cpu 1 --vm 1` in its own process group, killed on drop.
-struct Load(Child);
-
-impl Load {
-    fn start() -> Result<Self> {
-        use std::os::unix::process::CommandExt as _;
-        let child = Command::new("stress-ng")
-            .args(["--cpu", "1", "--vm", "1", "--vm-bytes", "256M", "--quiet"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .context("start stress-ng (cargo xtask setup installs it)")?;
-        let mut load = Self(child);
-        std::thread::sleep(Duration::from_millis(500));
-        if let Ok(Some(status)) = load.0.try_wait() {
-            bail!("stress-ng exited at once: {status}");
-        }
-        Ok(load)
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0.id() as i32),
-            nix::sys::signal::SIGKILL,
         );
         let _ = self.0.wait();
     }
@@ -304,7 +272,7 @@ fn main() -> Result<()> {
     std::thread::sleep(Duration::from_secs(1)); // warm-up: first episodes, page cache churn
     for &name in phases {
         let load = if name == "stress-ng" {
-            Some(Load::start()?)
+            Some(Load::start(None)?)
         } else {
             None
         };
