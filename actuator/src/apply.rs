@@ -57,6 +57,14 @@ pub enum ActuateError {
     },
     #[error(transparent)]
     Intent(#[from] IntentError),
+    /// Another actuator writes below this root: two would hand out the same room.
+    #[error(
+        "cgroup root {} is in use by another headroom process (its flock is held); two nodes must not share one",
+        path.display()
+    )]
+    RootLocked { path: PathBuf },
+    #[error("lock cgroup root {}: {source}", path.display())]
+    RootLock { path: PathBuf, source: std::io::Error },
 }
 
 /// What happens to a resize found half-done at start.
@@ -195,6 +203,8 @@ pub struct Actuator {
     intent: IntentLog,
     latency: LatencyRecorder,
     after_write: Option<WriteHook>,
+    /// Held for the actuator's life: one writer per root.
+    _root_locks: Vec<nix::fcntl::Flock<std::fs::File>>,
 }
 
 /// What [`Actuator::recover`] did with one record.
@@ -223,16 +233,47 @@ pub enum Recovery {
     },
 }
 
+/// Locks each root that exists (a root made later, by the first Pod, is covered by the intent
+/// directory's lock, which every actuator on these roots shares in the standalone layout).
+fn lock_roots(roots: &Roots) -> Result<Vec<nix::fcntl::Flock<std::fs::File>>, ActuateError> {
+    let mut locks = Vec::new();
+    for root in roots.dirs().paths() {
+        let dir = match std::fs::File::open(root) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(ActuateError::RootLock {
+                    path: root.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let lock = crate::intent::lock_exclusive(dir).map_err(|source| match source.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => ActuateError::RootLocked {
+                path: root.to_path_buf(),
+            },
+            _ => ActuateError::RootLock {
+                path: root.to_path_buf(),
+                source,
+            },
+        })?;
+        locks.push(lock);
+    }
+    Ok(locks)
+}
+
 impl Actuator {
     pub fn new(cfg: ActuatorConfig) -> Result<Self, ActuateError> {
         cfg.roots.validate()?;
         let intent = IntentLog::open(&cfg.intent_dir)?;
+        let root_locks = lock_roots(&cfg.roots)?;
         Ok(Self {
             cfg,
             pods: HashMap::new(),
             intent,
             latency: LatencyRecorder::new(),
             after_write: None,
+            _root_locks: root_locks,
         })
     }
 

@@ -37,6 +37,7 @@ use std::io::{self, Read as _};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use crate::path;
@@ -62,6 +63,13 @@ const DONE: u8 = b'-';
 pub enum IntentError {
     #[error("create intent directory {}: {source}", path.display())]
     Dir { path: PathBuf, source: io::Error },
+    /// Another actuator (a second headroomd or standalone node) holds the directory's lock: two
+    /// of them would promise the same room and repair each other's records.
+    #[error(
+        "intent directory {} is in use by another headroom process (its flock is held); two nodes must not share one",
+        path.display()
+    )]
+    Locked { path: PathBuf },
     #[error("encode the intent record of pod {pod_uid} (a cgroup path that is not UTF-8?): {source}")]
     Encode {
         pod_uid: String,
@@ -186,7 +194,8 @@ impl Scan {
 #[derive(Debug)]
 pub struct IntentLog {
     dir: PathBuf,
-    dir_handle: File,
+    /// Open, and locked, for as long as the log lives.
+    dir_handle: Flock<File>,
     files: HashMap<String, File>,
     /// `fdatasync` each record (default false: see the module documentation).
     sync: bool,
@@ -203,6 +212,13 @@ impl IntentLog {
         let dir_handle = File::open(dir).map_err(|source| IntentError::Dir {
             path: dir.into(),
             source,
+        })?;
+        let dir_handle = lock_exclusive(dir_handle).map_err(|source| match source.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => IntentError::Locked { path: dir.into() },
+            _ => IntentError::Dir {
+                path: dir.into(),
+                source,
+            },
         })?;
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -229,9 +245,18 @@ impl IntentLog {
         Ok(self.dir.join(format!("{pod_uid}{INTENT_SUFFIX}")))
     }
 
+    /// The Pod's open record file. A handle whose name no longer leads to it (unlinked by an
+    /// operator or a tmp cleaner, renamed, replaced) is reopened: records written to a file
+    /// nobody can find would switch crash safety off silently.
     fn file(&mut self, pod_uid: &str) -> Result<&File, IntentError> {
+        let path = self.path_for(pod_uid)?;
+        if let Some(file) = self.files.get(pod_uid)
+            && !still_named(file, &path)
+        {
+            tracing::warn!(path = %path.display(), "intent record was removed or replaced under headroom; reopening it");
+            self.files.remove(pod_uid);
+        }
         if !self.files.contains_key(pod_uid) {
-            let path = self.path_for(pod_uid)?;
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -245,12 +270,12 @@ impl IntentLog {
                     source,
                 })?;
             // The new directory entry must be durable too.
-            self.dir_handle
-                .sync_all()
-                .map_err(|source| IntentError::Write { path, source })?;
+            self.dir_handle.sync_all().map_err(|source| IntentError::Write {
+                path: path.clone(),
+                source,
+            })?;
             self.files.insert(pod_uid.to_owned(), file);
         }
-        let path = self.dir.clone();
         self.files.get(pod_uid).ok_or(IntentError::Write {
             path,
             source: io::Error::other("intent file vanished"),
@@ -287,29 +312,30 @@ impl IntentLog {
                 bytes,
             });
         }
-        let result = encoded.map_err(io::Error::other).and_then(|()| {
-            let file = self.file(pod_uid).map_err(io::Error::other)?;
-            file.write_all_at(&buffer, 0)?;
-            if sync { file.sync_data() } else { Ok(()) }
-        });
+        let path = self.path_for(pod_uid)?;
+        let result = match encoded {
+            Err(e) => Err(IntentError::Write {
+                path,
+                source: io::Error::other(e),
+            }),
+            Ok(()) => self.file(pod_uid).and_then(|file| {
+                file.write_all_at(&buffer, 0)
+                    .and_then(|()| if sync { file.sync_data() } else { Ok(()) })
+                    .map_err(|source| IntentError::Write { path, source })
+            }),
+        };
         self.buffer = buffer;
-        result.map_err(|source| IntentError::Write {
-            path: self.dir.join(pod_uid),
-            source,
-        })
+        result
     }
 
     /// Marks the Pod as having nothing in flight (overwrites the record header's first byte).
     pub fn clear(&mut self, pod_uid: &str) -> Result<(), IntentError> {
         let sync = self.sync;
+        let path = self.path_for(pod_uid)?;
         let file = self.file(pod_uid)?;
-        let result = file
-            .write_all_at(&[DONE], 0)
-            .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
-        result.map_err(|source| IntentError::Write {
-            path: self.dir.join(pod_uid),
-            source,
-        })
+        file.write_all_at(&[DONE], 0)
+            .and_then(|()| if sync { file.sync_data() } else { Ok(()) })
+            .map_err(|source| IntentError::Write { path, source })
     }
 
     /// Removes the Pod's record file (Pod gone, or recovery done).
@@ -421,6 +447,22 @@ impl IntentLog {
             self.files.remove(uid);
         }
         Ok(to)
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: held as long as the returned handle is open, and released by the
+/// kernel when the process dies however it dies, so a SIGKILLed predecessor never leaves it
+/// stale (a lock file with a pid in it would).
+pub(crate) fn lock_exclusive(file: File) -> io::Result<Flock<File>> {
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| io::Error::from(errno))
+}
+
+/// Whether `path` (not followed) is still the file `file` has open.
+fn still_named(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (file.metadata(), path.symlink_metadata()) {
+        (Ok(open), Ok(named)) => open.nlink() > 0 && open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
     }
 }
 
@@ -725,5 +767,56 @@ mod tests {
         // The log still works.
         log.begin(&record("u1")).expect("begin");
         assert_eq!(log.pending().expect("pending").pending.len(), 1);
+    }
+
+    #[test]
+    fn a_second_log_on_one_directory_is_refused_until_the_first_is_gone() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let first = IntentLog::open(tmp.path()).expect("open");
+        let second = IntentLog::open(tmp.path()).expect_err("a second log on the same directory");
+        assert!(matches!(second, IntentError::Locked { .. }), "{second}");
+        assert!(
+            second.to_string().contains("two nodes must not share one"),
+            "{second}"
+        );
+        drop(first);
+        IntentLog::open(tmp.path()).expect("the lock goes with its holder");
+    }
+
+    #[test]
+    fn a_record_unlinked_under_the_log_is_written_where_recovery_finds_it() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut log = IntentLog::open(tmp.path()).expect("open");
+        log.begin(&record("u1")).expect("begin");
+        log.clear("u1").expect("clear");
+        let path = log.path_for("u1").expect("path");
+        // A tmp cleaner (or an operator) removes the idle record; the next resize begins.
+        std::fs::remove_file(&path).expect("unlink");
+        log.begin(&record("u1")).expect("begin after unlink");
+        let pending = log.pending().expect("pending").pending;
+        assert_eq!(
+            pending.len(),
+            1,
+            "the record must be on disk under its name: {pending:?}"
+        );
+        // Renamed away (a second node's recovery setting it aside): the same.
+        log.clear("u1").expect("clear");
+        std::fs::rename(&path, tmp.path().join("moved")).expect("rename");
+        log.begin(&record("u1")).expect("begin after rename");
+        assert_eq!(log.pending().expect("pending").pending.len(), 1);
+    }
+
+    #[test]
+    fn a_write_error_names_the_record_once() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut log = IntentLog::open(tmp.path()).expect("open");
+        // The record's name is taken by a directory: opening it for writing fails.
+        std::fs::create_dir(tmp.path().join("u1.intent")).expect("mkdir");
+        let e = log
+            .begin(&record("u1"))
+            .expect_err("a directory is no record")
+            .to_string();
+        assert_eq!(e.matches("write intent record").count(), 1, "{e}");
+        assert!(e.contains("u1.intent"), "{e}");
     }
 }

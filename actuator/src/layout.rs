@@ -210,6 +210,54 @@ impl PodCgroups {
         })
     }
 
+    /// Every Pod cgroup under the roots (`pod<uid>`, in any hierarchy), with the container
+    /// cgroups found in it, sorted by uid: what an earlier run left if none is running now.
+    /// Entries whose names are not valid ids are skipped: nothing headroom made is named so.
+    pub fn found_under(roots: &Roots) -> Result<Vec<Self>, CgroupError> {
+        let mut found: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            std::collections::BTreeMap::new();
+        let subdirs = |dir: &Path| -> Result<Vec<String>, CgroupError> {
+            let entries = match std::fs::read_dir(dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(source) => {
+                    return Err(CgroupError::Read {
+                        path: dir.to_path_buf(),
+                        source,
+                    });
+                }
+            };
+            Ok(entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect())
+        };
+        for root in roots.dirs().paths() {
+            for name in subdirs(root)? {
+                let Some(uid) = name.strip_prefix("pod") else {
+                    continue;
+                };
+                if roots.pod_dirs(uid).is_err() {
+                    continue;
+                }
+                let containers = found.entry(uid.to_string()).or_default();
+                for c in subdirs(&root.join(&name))? {
+                    if roots.container_dirs(uid, &c).is_ok() {
+                        containers.insert(c);
+                    }
+                }
+            }
+        }
+        found
+            .into_iter()
+            .map(|(uid, containers)| {
+                let names: Vec<&str> = containers.iter().map(String::as_str).collect();
+                Self::open(roots, &uid, &names)
+            })
+            .collect()
+    }
+
     /// Creates the roots (if missing), the Pod cgroup and its container cgroups, then writes
     /// `initial` (in the kubelet's order). Existing directories are reused. On failure, what was
     /// created is removed again.
@@ -322,20 +370,19 @@ impl PodCgroups {
         Ok(())
     }
 
-    /// Every process in the Pod (container cgroups and the Pod cgroup itself), first hierarchy.
+    /// Every process in the Pod (container cgroups and the Pod cgroup itself), in every
+    /// hierarchy (on v1 a process moved in from outside may be in only one), once each.
     pub fn pids(&self) -> Result<Vec<u32>, CgroupError> {
-        let mut pids = Vec::new();
-        let pod = self.pod_dirs()?;
-        let Some(pod_dir) = pod.paths().first().map(|p| p.to_path_buf()) else {
-            return Ok(pids);
-        };
-        pids.extend(cgroup_pids(&pod_dir)?);
+        let mut pids = std::collections::BTreeSet::new();
+        for d in self.pod_dirs()?.paths() {
+            pids.extend(cgroup_pids(d)?);
+        }
         for c in &self.containers {
-            if let Some(d) = self.container_dirs(c)?.paths().first() {
+            for d in self.container_dirs(c)?.paths() {
                 pids.extend(cgroup_pids(d)?);
             }
         }
-        Ok(pids)
+        Ok(pids.into_iter().collect())
     }
 
     /// Removes the container cgroups, then the Pod cgroup. Killing the processes is the
@@ -474,5 +521,37 @@ mod tests {
         assert!(PodCgroups::open(&r, "ok", &["a", "..", "b"]).is_err());
         assert!(PodCgroups::open(&r, "a\0b", &["a"]).is_err());
         assert!(PodCgroups::open(&Roots::V2 { dir: "rel".into() }, "u", &["a"]).is_err());
+    }
+
+    #[test]
+    fn pods_left_under_the_roots_are_found_in_every_hierarchy() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let roots = Roots::V1 {
+            cpu: tmp.path().join("cpu/r"),
+            memory: tmp.path().join("memory/r"),
+        };
+        assert!(PodCgroups::found_under(&roots).expect("no roots").is_empty());
+        for d in [
+            "cpu/r/poda/app",
+            "cpu/r/poda/side",
+            "memory/r/poda/app",
+            "memory/r/podb/x",
+        ] {
+            std::fs::create_dir_all(tmp.path().join(d)).expect("mkdir");
+        }
+        // Not ours: no `pod` prefix, a file, a name that is no valid id.
+        std::fs::create_dir_all(tmp.path().join("cpu/r/other")).expect("mkdir");
+        std::fs::write(tmp.path().join("cpu/r/podfile"), b"").expect("write");
+        std::fs::create_dir_all(tmp.path().join("cpu/r/pod")).expect("mkdir");
+        let found = PodCgroups::found_under(&roots).expect("found");
+        let listed: Vec<(&str, Vec<String>)> =
+            found.iter().map(|p| (p.uid(), p.containers().to_vec())).collect();
+        assert_eq!(
+            listed,
+            vec![
+                ("a", vec!["app".to_string(), "side".to_string()]),
+                ("b", vec!["x".to_string()])
+            ]
+        );
     }
 }

@@ -91,7 +91,10 @@ impl ResizeActuator for CgroupActuator {
             let received = Instant::now();
             // Cgroup writes are a dozen syscalls of about a microsecond each: done right here,
             // they cost less than handing them to a blocking thread (a futex wake and a context
-            // switch, 20–50 µs on a loaded node), which was most of the actuation time.
+            // switch, 20–50 µs on a loaded node), which was most of the actuation time. But a
+            // write can block for good (a frozen intent filesystem, a wedged cgroupfs), and then
+            // so would the mutex for every later resize: `block_in_place` lets the runtime move
+            // its other tasks (health among them) to another thread while this one waits.
             let apply = move || {
                 let mut inner = inner.lock().unwrap_or_else(|e| e.into_inner());
                 tracing::debug!(
@@ -123,7 +126,11 @@ impl ResizeActuator for CgroupActuator {
                 let total = phases.iter().map(|(_, d)| *d).max().unwrap_or_default();
                 Ok(ResizeOutcome { phases, total })
             };
-            apply()
+            match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(apply),
+                // A current-thread runtime (tests, tools) has no other worker to hand over to.
+                _ => apply(),
+            }
         })
     }
 }
@@ -181,5 +188,52 @@ mod tests {
             crate::server::validate::resize(&negative, headroom_node_model::Resources::new(8000, 16 << 30))
                 .expect_err("negative cpu request");
         assert!(refused.message().contains("negative"), "{}", refused.message());
+    }
+
+    #[test]
+    fn a_stuck_actuation_does_not_stop_the_runtime() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let roots = headroom_actuator::Roots::V2 {
+            dir: tmp.path().join("roots"),
+        };
+        let actuator = Actuator::new(headroom_actuator::ActuatorConfig::new(
+            roots,
+            tmp.path().join("intents"),
+        ))
+        .expect("actuator");
+        let actuator = Arc::new(CgroupActuator::new(actuator));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // A write that never returns (a frozen filesystem) holds the actuator's lock.
+        let held = actuator.inner.lock().expect("lock");
+        for uid in ["pod-a", "pod-b"] {
+            let actuator = actuator.clone();
+            runtime.spawn(async move {
+                let request = ResizeRequest {
+                    pod_uid: uid.into(),
+                    containers: Vec::new(),
+                    pod: None,
+                    reservation_id: None,
+                };
+                let _ = actuator.apply(request).await;
+            });
+        }
+        // Both workers' resizes now wait on the lock; everything else must still run.
+        std::thread::sleep(Duration::from_millis(200));
+        let (tx, rx) = std::sync::mpsc::channel();
+        runtime.spawn(async move {
+            tokio::task::yield_now().await;
+            let _ = tx.send(());
+        });
+        let answered = rx.recv_timeout(Duration::from_secs(5));
+        drop(held);
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        assert!(
+            answered.is_ok(),
+            "a task was starved by two resizes stuck on the actuator"
+        );
     }
 }

@@ -52,6 +52,10 @@ pub enum ClusterFileError {
     Documents(Vec<DocumentError>),
     #[error("the file is {bytes} bytes, more than the {max} taken")]
     TooLarge { bytes: usize, max: usize },
+    #[error(
+        "line {line}: flow collections ([ or {{) nested more than {max} deep; refused before parsing (the YAML parser's time grows with the square of the nesting)"
+    )]
+    TooDeep { line: usize, max: usize },
     #[error("pod {0} is not in the cluster file")]
     PodNotFound(String),
     #[error("pod {pod} is on node {node:?}, which is not in the cluster file")]
@@ -94,6 +98,55 @@ pub const MAX_OBJECTS: usize = 5_000;
 /// Pod is one etcd object of at most 1.5 MiB; beyond this it is an attack, not a workload, and
 /// each container is a process on a standalone node.
 pub const MAX_CONTAINERS_PER_POD: usize = 128;
+/// Deepest `[`/`{` nesting taken. A Kubernetes object written all in flow style (JSON) nests
+/// about ten deep; libyaml's scanner costs O(depth) per token, so 200 KB of `[` took 17 s.
+pub const MAX_FLOW_DEPTH: usize = 64;
+
+/// The first line where `[`/`{` nesting, outside quotes and comments, passes `max`. A cheap
+/// over-approximation of the parser's flow depth (a bracket inside a plain scalar counts too),
+/// so it never lets a deeper document through.
+fn flow_depth_exceeded(text: &str, max: usize) -> Option<usize> {
+    let (mut depth, mut line) = (0usize, 1usize);
+    let (mut single, mut double, mut comment, mut escaped) = (false, false, false, false);
+    let mut previous = '\n';
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+            comment = false;
+        } else if comment {
+        } else if double {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => double = false,
+                _ => {}
+            }
+        } else if single {
+            single = c != '\'';
+        } else {
+            match c {
+                '#' if previous.is_whitespace() => comment = true,
+                // A quote opens a scalar only where a token starts (`it's` is plain text).
+                '"' if token_start(previous) => double = true,
+                '\'' if token_start(previous) => single = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > max {
+                        return Some(line);
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        previous = c;
+    }
+    None
+}
+
+fn token_start(previous: char) -> bool {
+    previous.is_whitespace() || matches!(previous, '[' | '{' | ',' | ':' | '-' | '?')
+}
 
 /// Parses every document; any error in any document fails the whole file. Objects of a kind
 /// are keyed by namespace and name, as in the API server: a second one with the same name is
@@ -103,6 +156,12 @@ pub fn parse_cluster(text: &str) -> Result<ClusterFile, ClusterFileError> {
         return Err(ClusterFileError::TooLarge {
             bytes: text.len(),
             max: MAX_FILE_BYTES,
+        });
+    }
+    if let Some(line) = flow_depth_exceeded(text, MAX_FLOW_DEPTH) {
+        return Err(ClusterFileError::TooDeep {
+            line,
+            max: MAX_FLOW_DEPTH,
         });
     }
     let mut cluster = ClusterFile::default();
@@ -649,6 +708,38 @@ mod tests {
         let indexes: Vec<usize> = errors.iter().map(|e| e.index).collect();
         assert_eq!(indexes, [2, 3, 4], "{errors:?}");
         assert!(errors[0].message.contains("apps/v1/Deployment"));
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_the_parser_sees_it() {
+        // 200 KB of `[` took libyaml 17 s; refused at once, with the line.
+        let deep = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  x: {}",
+            "[".repeat(200_000)
+        );
+        let e = parse_cluster(&deep).expect_err("refused");
+        assert_eq!(
+            e,
+            ClusterFileError::TooDeep {
+                line: 5,
+                max: MAX_FLOW_DEPTH
+            }
+        );
+        // An apostrophe in plain text opens no quote that could hide the brackets after it.
+        let hidden = format!("a: it's\nb: {}", "[".repeat(MAX_FLOW_DEPTH + 1));
+        assert!(matches!(
+            parse_cluster(&hidden),
+            Err(ClusterFileError::TooDeep { line: 2, .. })
+        ));
+        // Brackets in quoted scalars and comments are text, and ordinary flow style parses.
+        let text = format!(
+            "apiVersion: v1\nkind: PriorityClass\nmetadata: {{name: \"{}\"}}  # {}\nvalue: 7\ndescription: '{}'\n",
+            "a",
+            "[".repeat(100),
+            "{".repeat(100)
+        );
+        let cluster = parse_cluster(&text).expect("quoted and commented brackets are text");
+        assert_eq!(cluster.priority_classes.len(), 1);
     }
 
     #[test]

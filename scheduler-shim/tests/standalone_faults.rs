@@ -207,3 +207,193 @@ fn sigterm_with_no_thread_to_spare_still_cleans_up() {
         .collect();
     assert!(left.is_empty(), "cgroups left behind: {left:?}");
 }
+
+/// Whether `pid` runs (a zombie does not: it only waits for its parent, init, to reap it).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the parenthesised command name.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+/// Starts the real `headroom-shim standalone` on `root` with `manifest` and waits for its socket.
+fn standalone_binary(dir: &Path, root: &str, manifest: &Path) -> std::process::Child {
+    let shim_socket = dir.join("shim.sock");
+    let _ = std::fs::remove_file(&shim_socket);
+    let stderr =
+        std::fs::File::create(dir.join(format!("node-{}.log", SEQ.fetch_add(1, Ordering::Relaxed)))).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
+        .args([
+            "standalone",
+            "--probes",
+            "off",
+            "--grace-period",
+            "0",
+            "--cgroup-root",
+            root,
+        ])
+        .arg("--manifest")
+        .arg(manifest)
+        .arg("--socket")
+        .arg(&shim_socket)
+        .arg("--headroomd-socket")
+        .arg(dir.join("headroomd.sock"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !shim_socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the standalone node did not start"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the standalone node exited at start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(100);
+
+/// Every log the nodes of this test wrote, in order.
+fn node_logs(dir: &Path) -> String {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+}
+
+/// Defect 4: a node SIGKILLed in the middle of a preemption left every Pod's processes running,
+/// unowned, with their cgroups and intent records; its successor started empty, and applying
+/// the manifest again started a second copy of every Pod. Now the containers die with the node
+/// (PR_SET_PDEATHSIG), and the next node reaps what is left (a process added from outside, the
+/// cgroups, the records) before it applies anything, so one copy of each Pod runs.
+#[test]
+fn a_sigkilled_node_takes_its_containers_along_and_its_successor_reaps_the_rest() {
+    if !privileged("sigkill mid-preemption") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("demo.yaml");
+    std::fs::write(&manifest, headroom_shim::standalone::DEMO_MANIFEST).unwrap();
+    let root = format!("headroom-test-faults-kill-{}", std::process::id());
+    let setup = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
+    let roots = Roots::standalone(Path::new(DEFAULT_MOUNT), setup, &root);
+    let pods = || headroom_actuator::PodCgroups::found_under(&roots).unwrap();
+    let pids = || -> Vec<u32> { pods().iter().flat_map(|p| p.pids().unwrap()).collect() };
+
+    let mut first = standalone_binary(dir.path(), &root, &manifest);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while pids().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the demo's two Pods did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let containers = pids();
+    assert_eq!(containers.len(), 2, "one process per container: {containers:?}");
+    // A process added from outside, as `kubectl exec` adds one: not the node's child.
+    let mut foreign = std::process::Command::new("sleep").arg("1000").spawn().unwrap();
+    // Into the resizing Pod, which no outcome of the preemption evicts.
+    let high = pods().into_iter().find(|p| p.containers() == ["app"]).unwrap();
+    high.add_process("app", foreign.id()).unwrap();
+    // The resize that preempts the low-priority Pod; the node dies as soon as it is Deferred.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer = rt.block_on(async {
+        let channel = headroom_client::connect_uds(&dir.path().join("shim.sock"))
+            .await
+            .unwrap();
+        headroom_proto::v1::standalone_client::StandaloneClient::new(channel)
+            .resize(headroom_proto::v1::ResizePodRequest {
+                pod: "high-priority-pod".into(),
+                cpu: "6".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(first.id()).unwrap()),
+        nix::sys::signal::SIGKILL,
+    )
+    .unwrap();
+    first.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while containers.iter().any(|&pid| running(pid)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dead node's containers still run: {containers:?} (resize answered {answer:?})"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        foreign.try_wait().unwrap().is_none(),
+        "the foreign process outlives the node"
+    );
+    assert!(!pods().is_empty(), "the dead node left its cgroups");
+
+    let mut second = standalone_binary(dir.path(), &root, &manifest);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let reaped = loop {
+        if let Some(status) = foreign.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the foreign process was not reaped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&reaped),
+        Some(9),
+        "killed by the successor"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while pids().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the successor did not start the Pods"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let now = pids();
+    assert_eq!(now.len(), 2, "one copy of each Pod: {now:?}");
+    assert!(now.iter().all(|pid| !containers.contains(pid)));
+    assert_eq!(pods().len(), 2, "two Pod cgroups, the old ones gone");
+    let logs = node_logs(dir.path());
+    assert!(
+        logs.contains("reaped a Pod an earlier run of this node left"),
+        "{logs}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(second.id()).unwrap()),
+        nix::sys::signal::SIGTERM,
+    )
+    .unwrap();
+    let status = second.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", node_logs(dir.path()));
+    assert!(pods().is_empty(), "a clean stop leaves no Pod cgroup");
+    let intents = headroom_shim::standalone::run::intent_dir_for(&roots);
+    assert!(
+        !intents.exists(),
+        "a clean stop leaves no intent directory: {}",
+        intents.display()
+    );
+}

@@ -103,7 +103,10 @@ fn main() -> Result<()> {
     let root = workspace_root();
     match cli.task {
         Task::Setup => setup::install_missing(),
-        Task::BuildEbpf => build_ebpf(&root).map(drop),
+        Task::BuildEbpf => {
+            setup::install_missing()?;
+            build_ebpf(&root).map(drop)
+        }
         Task::BuildK8s => k8s::build(&root).map(drop),
         Task::BuildHelm => helm::build(&root).map(drop),
         Task::Build => {

@@ -137,9 +137,15 @@ pub struct ServerHandle {
     path: PathBuf,
     health: tonic_health::server::HealthReporter,
     connections: Arc<ConnectionStats>,
+    service: HeadroomService,
 }
 
 impl ServerHandle {
+    /// Open `WatchHeadroom` streams.
+    pub fn watchers(&self) -> usize {
+        self.service.watchers()
+    }
+
     /// The socket path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -359,5 +365,6 @@ pub async fn serve(
         path,
         health,
         connections,
+        service,
     })
 }

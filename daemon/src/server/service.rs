@@ -10,10 +10,8 @@ use std::{
 };
 
 use headroom_proto::v1::{self as pb, headroom_server::Headroom};
-use tokio::sync::mpsc;
-use tokio_stream::{Stream, wrappers::ReceiverStream};
+use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
-use tracing::Instrument as _;
 
 use super::{
     actuator::{ActuatorErrorKind, ResizeActuator},
@@ -89,11 +87,63 @@ fn ledger_status(e: ReserveError) -> Status {
     }
 }
 
-struct WatchGuard(Arc<AtomicUsize>);
+/// One count of the open watches, given back on drop.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An open watch: counted, and logged in its call's span when the transport drops it.
+struct WatchGuard {
+    _open: Counted,
+    span: tracing::Span,
+}
 
 impl Drop for WatchGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.span.in_scope(|| tracing::info!("watch closed"));
+    }
+}
+
+/// One `WatchHeadroom` stream's state between the messages the transport pulls.
+struct Watch {
+    reader: SnapshotReader,
+    changed: tokio::sync::watch::Receiver<u64>,
+    last_sent: Option<u64>,
+    /// Earliest time of the next message (`min_interval_ms`).
+    next_at: Option<Instant>,
+    min_interval: Duration,
+    include_pods: bool,
+    ended: bool,
+    _guard: WatchGuard,
+}
+
+impl Watch {
+    async fn next(&mut self) -> Option<Result<pb::HeadroomSnapshot, Status>> {
+        if self.ended {
+            return None;
+        }
+        if let Some(at) = self.next_at.take() {
+            tokio::time::sleep_until(at.into()).await;
+        }
+        loop {
+            let snapshot = self.reader.load();
+            self.changed.mark_unchanged();
+            if self.last_sent != Some(snapshot.version) {
+                self.last_sent = Some(snapshot.version);
+                if !self.min_interval.is_zero() {
+                    self.next_at = Some(Instant::now() + self.min_interval);
+                }
+                return Some(Ok(convert::snapshot(&snapshot, self.include_pods)));
+            }
+            if self.changed.changed().await.is_err() {
+                self.ended = true;
+                return Some(Err(Status::unavailable("headroomd is shutting down")));
+            }
+        }
     }
 }
 
@@ -123,7 +173,7 @@ impl Headroom for HeadroomService {
         // The stream's task keeps the call's span (access::AccessLayer opened it).
         let span = tracing::Span::current();
         let open = self.watchers.fetch_add(1, Ordering::Relaxed);
-        let guard = WatchGuard(self.watchers.clone());
+        let guard = Counted(self.watchers.clone());
         if open >= self.limits.max_watchers {
             tracing::warn!(
                 open,
@@ -138,49 +188,25 @@ impl Headroom for HeadroomService {
         let req = request.into_inner();
         let min_interval = Duration::from_millis(u64::from(req.min_interval_ms.min(60_000)));
         let include_pods = req.include_pods;
-        let reader = self.reader.clone();
-        // One message in flight: a slow subscriber holds at most this one, and the watch channel
-        // (which carries only a version) coalesces everything newer into "load the newest".
-        let (tx, rx) = mpsc::channel(1);
         tracing::info!(include_pods, ?min_interval, "watch opened");
-        tokio::spawn(
-            async move {
-                let _guard = guard;
-                let mut changed = reader.subscribe();
-                let mut last_sent: Option<u64> = None;
-                loop {
-                    let snapshot = reader.load();
-                    changed.mark_unchanged();
-                    if last_sent != Some(snapshot.version) {
-                        let sent_at = Instant::now();
-                        if tx
-                            .send(Ok(convert::snapshot(&snapshot, include_pods)))
-                            .await
-                            .is_err()
-                        {
-                            break;
-                        }
-                        last_sent = Some(snapshot.version);
-                        if !min_interval.is_zero() {
-                            tokio::select! {
-                                () = tokio::time::sleep_until((sent_at + min_interval).into()) => {}
-                                () = tx.closed() => break,
-                            }
-                        }
-                    }
-                    tokio::select! {
-                        r = changed.changed() => if r.is_err() {
-                            let _ = tx.send(Err(Status::unavailable("headroomd is shutting down"))).await;
-                            break;
-                        },
-                        () = tx.closed() => break,
-                    }
-                }
-                tracing::info!("watch closed");
-            }
-            .instrument(span.clone()),
-        );
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        // Lazy: a message is made only when the transport asks for the next one, from the
+        // newest snapshot. A subscriber that stops reading holds what HTTP/2 has buffered and
+        // nothing queued behind it; everything newer coalesces into "load the newest".
+        let watch = Watch {
+            changed: self.reader.subscribe(),
+            reader: self.reader.clone(),
+            last_sent: None,
+            next_at: None,
+            min_interval,
+            include_pods,
+            ended: false,
+            _guard: WatchGuard { _open: guard, span },
+        };
+        let stream = futures::stream::unfold(watch, |mut watch| async move {
+            let item = watch.next().await?;
+            Some((item, watch))
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn list_pods(

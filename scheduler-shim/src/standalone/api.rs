@@ -121,10 +121,13 @@ impl Standalone for StandaloneApi {
         request: Request<pb::ApplyManifestRequest>,
     ) -> Result<Response<pb::ApplyManifestResponse>, Status> {
         let span = tracing::info_span!("ApplyManifest");
-        let _e = span.enter();
-        let results = self
-            .node
-            .apply_manifest(&request.get_ref().yaml)
+        // Parsing and process spawns block: on a blocking thread, so that the async workers
+        // (headroomd's health among their tasks) keep answering.
+        let node = self.node.clone();
+        let yaml = request.into_inner().yaml;
+        let results = tokio::task::spawn_blocking(move || span.in_scope(|| node.apply_manifest(&yaml)))
+            .await
+            .map_err(|e| Status::internal(format!("apply the manifest: {e}")))?
             .map_err(status)?;
         Ok(Response::new(pb::ApplyManifestResponse { results }))
     }

@@ -150,6 +150,10 @@ impl StandaloneNode {
         }
         let mut first_error = None;
         for pod in objects.pods {
+            // The lock is let go between Pods: spawning a Pod's processes takes about a
+            // millisecond, and 2,000 of them under one lock held every reader for seconds.
+            drop(store);
+            store = self.store();
             match store.create_pod(pod, &self.config) {
                 Ok(line) => results.push(line),
                 Err(e) => {

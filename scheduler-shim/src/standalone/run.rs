@@ -12,7 +12,7 @@ use headroomd::config::Config;
 use headroomd::node::{NodeOptions, ProbeMode};
 
 use super::api::{self, ApiHandle};
-use super::{NodeConfig, StandaloneError, StandaloneNode, shim};
+use super::{NodeConfig, StandaloneError, StandaloneNode, runtime, shim};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -53,6 +53,7 @@ pub struct Running {
     api: Option<ApiHandle>,
     shim: tokio::task::JoinHandle<()>,
     shutdown: tokio::sync::watch::Sender<bool>,
+    intent_dir: PathBuf,
 }
 
 fn daemon_error(what: &str) -> impl Fn(anyhow::Error) -> StandaloneError + '_ {
@@ -95,13 +96,48 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
     let mut options = NodeOptions::new(config);
     options.probes = cfg.probes;
     options.roots = Some(cfg.roots.clone());
-    options.intent_dir = intent_dir;
+    options.intent_dir = intent_dir.clone();
     drop(_e);
+    // headroomd locks the roots and the intent directory and repairs any half-applied resize
+    // first; only then is what an earlier run left reaped (no live node owns it).
     let daemon = headroomd::node::start(options)
         .await
         .map_err(daemon_error("start headroomd"))?;
     if let Some(why) = &daemon.probes_missing {
         tracing::warn!(reason = %why, "headroomd runs without its eBPF probes");
+    }
+    let embedded = daemon.embedded();
+    let roots = cfg.roots.clone();
+    let reaped = match tokio::task::spawn_blocking(move || runtime::reap_leftovers(&roots)).await {
+        Ok(Ok(reaped)) => reaped,
+        Ok(Err(e)) => {
+            let _ = daemon.shutdown().await;
+            return Err(StandaloneError::Invalid(format!(
+                "pods left by an earlier run: {e}"
+            )));
+        }
+        Err(e) => {
+            let _ = daemon.shutdown().await;
+            return Err(StandaloneError::Invalid(format!(
+                "pods left by an earlier run: {e}"
+            )));
+        }
+    };
+    for r in &reaped {
+        embedded.pod_gone(&r.uid);
+        match &r.removed {
+            Ok(()) => tracing::warn!(
+                pod_uid = %r.uid,
+                killed = r.killed,
+                "reaped a Pod an earlier run of this node left (its processes killed, its cgroups removed)"
+            ),
+            Err(e) => tracing::warn!(
+                pod_uid = %r.uid,
+                killed = r.killed,
+                error = %e,
+                "a Pod an earlier run of this node left could not be removed"
+            ),
+        }
     }
 
     let node = Arc::new(StandaloneNode::new(
@@ -114,7 +150,7 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
             reservation_ttl: cfg.reservation_ttl,
             give_way: cfg.give_way,
         },
-        daemon.embedded(),
+        embedded,
     )?);
     let (shutdown, rx) = tokio::sync::watch::channel(false);
     let shim = tokio::spawn(shim::run_loop(node.clone(), rx));
@@ -138,6 +174,7 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
         api,
         shim,
         shutdown,
+        intent_dir,
     })
 }
 
@@ -169,10 +206,17 @@ impl Running {
                 self.node.cleanup();
             }
         }
-        match self.daemon.take() {
+        let stopped = match self.daemon.take() {
             Some(d) => d.shutdown().await.map_err(daemon_error("stop headroomd")),
             None => Ok(()),
+        };
+        // Every Pod is gone and so is each one's record: an empty directory is all that is left.
+        if let Err(e) = std::fs::remove_dir(&self.intent_dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::info!(dir = %self.intent_dir.display(), error = %e, "intent directory left in place");
         }
+        stopped
     }
 
     /// Waits until the control API or headroomd stops on its own (an error).

@@ -3,7 +3,10 @@
 //! container. The image is ignored: every container runs `sleep infinity`, which exits on SIGTERM
 //! like a well-behaved workload.
 
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use headroom_actuator::convert::pod_values;
@@ -110,12 +113,13 @@ impl PodRuntime {
             processes: Vec::new(),
         };
         for container in &names {
-            let spawned = Command::new(CONTAINER_COMMAND[0])
+            let mut command = Command::new(CONTAINER_COMMAND[0]);
+            command
                 .args(&CONTAINER_COMMAND[1..])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
+                .stderr(Stdio::null());
+            let spawned = spawn_tied_to_this_process(command);
             let child = match spawned {
                 Ok(child) => child,
                 Err(source) => {
@@ -297,6 +301,100 @@ fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
     let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("pidfd out of range"))?;
     // SAFETY: `fd` was just returned by pidfd_open, is open and owned by nothing else.
     Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+type SpawnJob = (Command, mpsc::SyncSender<std::io::Result<Child>>);
+
+/// Starts `command` so that the kernel SIGKILLs it when this process dies
+/// (`PR_SET_PDEATHSIG`): a node killed with SIGKILL takes its containers with it, as a
+/// container's shim does, instead of leaving them running unowned.
+///
+/// The signal follows the death of the thread that forked, not of the process, and tokio's
+/// blocking threads exit when idle; so every container is forked by one thread that lives as
+/// long as the process.
+fn spawn_tied_to_this_process(mut command: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Result<mpsc::Sender<SpawnJob>, String>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("pod-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .map(|_| tx)
+            .map_err(|e| e.to_string())
+    });
+    let spawner = spawner
+        .as_ref()
+        .map_err(|e| std::io::Error::other(format!("no container spawner thread: {e}")))?;
+    let parent = std::process::id();
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+    // functions (prctl, getppid); its error is made without allocating.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl: then nothing would signal us.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let (reply, answer) = mpsc::sync_channel(1);
+    spawner
+        .send((command, reply))
+        .map_err(|_| std::io::Error::other("the container spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the container spawner thread is gone"))?
+}
+
+/// A Pod an earlier run of this node left under its cgroup roots, and what was done with it.
+#[derive(Debug)]
+pub struct Reaped {
+    pub uid: String,
+    /// Processes that were still in its cgroups and were killed.
+    pub killed: usize,
+    /// Whether its cgroups could be removed.
+    pub removed: Result<(), CgroupError>,
+}
+
+/// Kills every process in the Pod cgroups under `roots` and removes them: what a node that
+/// stopped without its clean-up (SIGKILL, OOM kill, power to the process lost) left. Its own
+/// containers died with it (`PR_SET_PDEATHSIG`); a process added from outside did not, and the
+/// cgroups and their limits stay until someone removes them. Nothing is adopted: the Pods'
+/// specs and statuses lived in the dead node's memory, and a Pod the store does not hold would
+/// count against no allocation (docs/reliability.md, defect 4). The caller must hold the roots'
+/// lock, so that no live node's Pods are reaped.
+pub fn reap_leftovers(roots: &Roots) -> Result<Vec<Reaped>, CgroupError> {
+    let mut reaped = Vec::new();
+    for cgroups in PodCgroups::found_under(roots)? {
+        let mut killed = std::collections::BTreeSet::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let pids = cgroups.pids()?;
+            if pids.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            for pid in pids {
+                if let Ok(raw) = i32::try_from(pid) {
+                    let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+                    killed.insert(pid);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        reaped.push(Reaped {
+            uid: cgroups.uid().to_string(),
+            killed: killed.len(),
+            removed: cgroups.remove(),
+        });
+    }
+    Ok(reaped)
 }
 
 /// Removes the Pod cgroup roots if they are empty (the standalone root is shared with nobody
