@@ -12,25 +12,10 @@ use std::time::{Duration, Instant};
 use headroom_common::CgroupKey;
 use headroom_node_model::Resources;
 use headroom_proto::v1 as pb;
-use headroom_testkit::headroomd::{HeadroomdSetup, InProcessHeadroomd};
-use headroomd::pipeline::{CgroupFiles, CgroupOwner, CpuStat, MemoryStat, PipelineInput, PodEntry, PodRef};
+use headroom_testkit::headroomd::{HeadroomdSetup, InProcessHeadroomd, cpu_files};
+use headroomd::pipeline::{CgroupOwner, PodEntry, PodRef};
 
 const HEADROOMCTL: &str = env!("CARGO_BIN_EXE_headroomctl");
-
-fn cpu_files(id: u64, at: Instant, periods: u64, throttled: u64) -> PipelineInput {
-    let mut f = CgroupFiles::new(CgroupKey::new(0, id), at);
-    f.cpu = Some(CpuStat {
-        usage_ns: periods * 1_000_000,
-        nr_periods: periods,
-        nr_throttled: throttled,
-        throttled_ns: throttled * 1_000_000,
-    });
-    f.memory = Some(MemoryStat {
-        usage_bytes: 64 << 20,
-        working_set_bytes: 48 << 20,
-    });
-    f.into()
-}
 
 async fn headroomctl(socket: &Path, args: &[&str]) -> String {
     let (socket, args) = (

@@ -8,7 +8,7 @@ mod support;
 
 use std::{
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -18,17 +18,7 @@ use support::{TestCgroup, skip_reason, spawn_in, stop};
 
 const HEADROOMD: &str = env!("CARGO_BIN_EXE_headroomd");
 
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0.id() as i32),
-            nix::sys::signal::SIGTERM,
-        );
-        let _ = self.0.wait();
-    }
-}
+use headroom_testkit::process::TerminatedOnDrop as Daemon;
 
 async fn wait_for_socket(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);

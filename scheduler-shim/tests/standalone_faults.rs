@@ -6,15 +6,15 @@
 //! Privileged (creates cgroups): skipped without root unless `HEADROOM_REQUIRE_PRIVILEGED=1`.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use headroom_actuator::Roots;
 use headroom_actuator::layout::DEFAULT_MOUNT;
-use headroom_node_model::Resources;
-use headroom_shim::standalone::run::{RunConfig, Running, start};
-use headroomd::node::ProbeMode;
+use headroom_shim::standalone::run::{Running, start};
 
 fn privileged(test: &str) -> bool {
     headroom_testkit::gate::privileged(test, headroom_testkit::gate::not_root())
@@ -23,28 +23,9 @@ fn privileged(test: &str) -> bool {
 const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: c\n    image: busybox\n    resources:\n      requests: {cpu: \"1\", memory: 100Mi}\n      limits: {cpu: \"1\", memory: 100Mi}\n";
 
 async fn node() -> (Running, String, tempfile::TempDir) {
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-    let root = format!(
-        "headroom-test-faults-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    );
     let dir = tempfile::tempdir().unwrap();
-    let setup = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
-    let running = start(RunConfig {
-        node_name: "test-node".into(),
-        allocatable: Resources::new(8_000, 16 << 30),
-        roots: Roots::standalone(Path::new(DEFAULT_MOUNT), setup, &root),
-        grace_period_override: Some(Duration::ZERO),
-        headroomd_socket: dir.path().join("headroomd.sock"),
-        shim_socket: None,
-        reservation_ttl: Duration::from_secs(30),
-        probes: ProbeMode::Off,
-        give_way: Default::default(),
-    })
-    .await
-    .unwrap();
-    (running, root, dir)
+    let (config, root) = common::scratch_node("headroom-test-faults", dir.path());
+    (start(config).await.unwrap(), root, dir)
 }
 
 /// The container's `allocatedResources.cpu`, as the store holds it.

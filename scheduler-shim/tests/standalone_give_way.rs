@@ -11,20 +11,18 @@
 //! Privileged (creates cgroups): skipped without root unless `HEADROOM_REQUIRE_PRIVILEGED=1`.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use headroom_actuator::Roots;
-use headroom_actuator::layout::DEFAULT_MOUNT;
 use headroom_node_model::{Resources, pod_requests, pod_requests_admitted};
-use headroom_shim::give_way::GiveWaySettings;
 use headroom_shim::standalone::DEMO_MANIFEST;
-use headroom_shim::standalone::run::{RunConfig, Running, start};
+use headroom_shim::standalone::run::{Running, start};
 use headroom_shim::standalone::shim::is_pending;
 use headroom_shim::standalone::verify::cpu_limit_file;
-use headroomd::node::ProbeMode;
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -44,28 +42,10 @@ impl Drop for Cleanup {
 }
 
 async fn node(allocatable: Resources, manifest: &str) -> (Running, tempfile::TempDir) {
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let root = format!(
-        "headroom-test-give-way-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
     let dir = tempfile::tempdir().unwrap();
-    let setup = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
-    let running = start(RunConfig {
-        node_name: "test-node".into(),
-        allocatable,
-        roots: Roots::standalone(Path::new(DEFAULT_MOUNT), setup, &root),
-        grace_period_override: Some(Duration::ZERO),
-        headroomd_socket: dir.path().join("headroomd.sock"),
-        shim_socket: None,
-        reservation_ttl: Duration::from_secs(30),
-        // Live figures come from the cgroup files; the probes play no part in the decision.
-        probes: ProbeMode::Off,
-        give_way: GiveWaySettings::default(),
-    })
-    .await
-    .unwrap();
+    let (mut config, _) = common::scratch_node("headroom-test-give-way", dir.path());
+    config.allocatable = allocatable;
+    let running = start(config).await.unwrap();
     running.node.apply_manifest(manifest).unwrap();
     (running, dir)
 }

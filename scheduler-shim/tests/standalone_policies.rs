@@ -7,17 +7,15 @@
 //! Privileged (creates cgroups): skipped without root unless `HEADROOM_REQUIRE_PRIVILEGED=1`.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use headroom_actuator::Roots;
-use headroom_actuator::layout::DEFAULT_MOUNT;
-use headroom_node_model::{Resources, parse_cpu_millis};
+use headroom_node_model::parse_cpu_millis;
 use headroom_shim::decide::Outcome;
-use headroom_shim::standalone::run::{RunConfig, Running, start};
+use headroom_shim::standalone::run::{Running, start};
 use headroom_shim::standalone::shim::{is_pending, pending_condition, run_cycle};
-use headroomd::node::ProbeMode;
 
 /// Creates cgroups under /sys/fs/cgroup: root only.
 fn privileged(test: &str) -> bool {
@@ -31,28 +29,9 @@ struct Node {
 }
 
 async fn node(manifest: &str) -> Node {
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-    let root = format!(
-        "headroom-test-policy-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    );
     let dir = tempfile::tempdir().unwrap();
-    let setup = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
-    let running = start(RunConfig {
-        node_name: "test-node".into(),
-        allocatable: Resources::new(8_000, 16 << 30),
-        roots: Roots::standalone(Path::new(DEFAULT_MOUNT), setup, &root),
-        grace_period_override: Some(Duration::ZERO),
-        headroomd_socket: dir.path().join("headroomd.sock"),
-        shim_socket: None,
-        reservation_ttl: Duration::from_secs(30),
-        // The probes play no part in these decisions; loading them only costs time.
-        probes: ProbeMode::Off,
-        give_way: Default::default(),
-    })
-    .await
-    .unwrap();
+    let (config, root) = common::scratch_node("headroom-test-policy", dir.path());
+    let running = start(config).await.unwrap();
     running.node.apply_manifest(manifest).unwrap();
     Node {
         running,

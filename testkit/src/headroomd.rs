@@ -4,7 +4,7 @@
 //! through [`InProcessHeadroomd::pipeline`].
 #![allow(clippy::expect_used)]
 
-use std::{path::PathBuf, sync::Arc};
+use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use headroom_common::CgroupKey;
 use headroom_node_model::Resources;
@@ -12,8 +12,8 @@ use headroomd::{
     config::Config,
     node::{Components, Daemon},
     pipeline::{
-        CgroupOwner, InMemoryPodSource, PipelineConfig, PipelineHandle, PodEntry, SnapshotReader,
-        StaticPodResolver,
+        CgroupFiles, CgroupOwner, CpuStat, InMemoryPodSource, MemoryStat, PipelineConfig, PipelineHandle,
+        PipelineInput, PodEntry, SnapshotReader, StaticPodResolver,
     },
     server::{AccessPolicy, ConnectionLimits, ServerHandle, TcpConfig, UnavailableActuator},
 };
@@ -149,4 +149,21 @@ impl InProcessHeadroomd {
             server.shutdown().await.expect("server shutdown");
         }
     }
+}
+
+/// One reading of cgroup `(0, id)`'s files, as the collector sends it: `periods` CFS periods of
+/// 1 ms usage each, `throttled` of them throttled for 1 ms, 64 MiB used and 48 MiB working set.
+pub fn cpu_files(id: u64, at: Instant, periods: u64, throttled: u64) -> PipelineInput {
+    let mut f = CgroupFiles::new(CgroupKey::new(0, id), at);
+    f.cpu = Some(CpuStat {
+        usage_ns: periods * 1_000_000,
+        nr_periods: periods,
+        nr_throttled: throttled,
+        throttled_ns: throttled * 1_000_000,
+    });
+    f.memory = Some(MemoryStat {
+        usage_bytes: 64 << 20,
+        working_set_bytes: 48 << 20,
+    });
+    f.into()
 }

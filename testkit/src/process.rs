@@ -41,6 +41,19 @@ impl Drop for LoggedChild {
     }
 }
 
+/// A child stopped the clean way when dropped: SIGTERM, then reaped, so that a failing test or
+/// benchmark leaves no daemon running and the daemon still removes what it made.
+pub struct TerminatedOnDrop(pub Child);
+
+impl Drop for TerminatedOnDrop {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGTERM);
+        }
+        let _ = self.0.wait();
+    }
+}
+
 /// `text` without ANSI CSI sequences (`ESC [ … final-letter`), which tracing prints even into
 /// files.
 pub fn strip_ansi(text: &str) -> String {

@@ -13,7 +13,7 @@ use std::{
     collections::HashMap,
     io::Write as _,
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -55,17 +55,7 @@ type Key = (&'static str, &'static str, &'static str);
 type Histograms = Arc<Mutex<HashMap<Key, Histogram<u64>>>>;
 
 /// A headroomd child, stopped (SIGTERM) on drop.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0.id() as i32),
-            nix::sys::signal::SIGTERM,
-        );
-        let _ = self.0.wait();
-    }
-}
+use headroom_testkit::process::TerminatedOnDrop as Daemon;
 
 fn start_headroomd(exe: &Path, dir: &Path, mode: &str) -> Result<Daemon> {
     let child = Command::new(exe)

@@ -1,13 +1,13 @@
 //! An in-process headroomd (pipeline + gRPC on a temp Unix socket) for the API tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::time::Instant;
-
 use headroom_common::CgroupKey;
 use headroom_node_model::Resources;
+#[allow(unused_imports)] // not every test feeds readings
+pub use headroom_testkit::headroomd::cpu_files;
 use headroom_testkit::headroomd::{HeadroomdSetup, InProcessHeadroomd};
 use headroomd::{
-    pipeline::{CgroupFiles, CgroupOwner, CpuStat, MemoryStat, PipelineInput, PodEntry, PodRef},
+    pipeline::{CgroupOwner, PodEntry, PodRef},
     server::{AccessPolicy, TcpConfig},
 };
 
@@ -20,22 +20,6 @@ pub fn pod_ref(n: u32) -> PodRef {
 
 pub fn key(id: u64) -> CgroupKey {
     CgroupKey::new(0, id)
-}
-
-/// cpu.stat + memory reading of cgroup `id`.
-pub fn cpu_files(id: u64, at: Instant, periods: u64, throttled: u64) -> PipelineInput {
-    let mut f = CgroupFiles::new(key(id), at);
-    f.cpu = Some(CpuStat {
-        usage_ns: periods * 1_000_000,
-        nr_periods: periods,
-        nr_throttled: throttled,
-        throttled_ns: throttled * 1_000_000,
-    });
-    f.memory = Some(MemoryStat {
-        usage_bytes: 64 << 20,
-        working_set_bytes: 48 << 20,
-    });
-    f.into()
 }
 
 /// A daemon with an 8-CPU / 16 GiB node, Pod web-1 (1 CPU, 1 GiB requested) whose container
