@@ -733,7 +733,7 @@ mod tests {
         ));
         // Brackets in quoted scalars and comments are text, and ordinary flow style parses.
         let text = format!(
-            "apiVersion: v1\nkind: PriorityClass\nmetadata: {{name: \"{}\"}}  # {}\nvalue: 7\ndescription: '{}'\n",
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: \"{}\"}}  # {}\nvalue: 7\ndescription: '{}'\n",
             "a",
             "[".repeat(100),
             "{".repeat(100)
