@@ -301,6 +301,11 @@ impl Actuator {
         self.after_write = hook;
     }
 
+    /// The Pods whose cgroup files are held open (each resized since it started).
+    pub fn pod_uids(&self) -> impl Iterator<Item = &str> {
+        self.pods.keys().map(String::as_str)
+    }
+
     /// Drops cached handles and values of a Pod (after it was removed or changed elsewhere).
     pub fn forget(&mut self, pod_uid: &str) {
         self.pods.remove(pod_uid);

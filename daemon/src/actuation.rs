@@ -53,6 +53,33 @@ impl CgroupActuator {
         inner.applied.remove(pod_uid);
         inner.actuator.forget(pod_uid);
     }
+
+    /// Forgets every Pod for which `present` is false; returns how many. O(Pods known here),
+    /// which are only the Pods resized since they started.
+    pub fn retain(&self, present: impl Fn(&str) -> bool) -> usize {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gone: Vec<String> = inner
+            .applied
+            .keys()
+            .filter(|uid| !present(uid))
+            .cloned()
+            .collect();
+        gone.extend(
+            inner
+                .actuator
+                .pod_uids()
+                .filter(|uid| !present(uid))
+                .map(str::to_string),
+        );
+        gone.sort_unstable();
+        gone.dedup();
+        for uid in &gone {
+            inner.applied.remove(uid);
+            inner.actuator.forget(uid);
+            tracing::debug!(pod_uid = %uid, "pod left the node: its cgroup files and intent record are let go");
+        }
+        gone.len()
+    }
 }
 
 /// Merges one container's partial resize over what it had.
@@ -188,6 +215,44 @@ mod tests {
             crate::server::validate::resize(&negative, headroom_node_model::Resources::new(8000, 16 << 30))
                 .expect_err("negative cpu request");
         assert!(refused.message().contains("negative"), "{}", refused.message());
+    }
+
+    #[test]
+    fn pods_that_left_the_node_are_let_go_and_the_others_kept() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let roots = headroom_actuator::Roots::V2 {
+            dir: tmp.path().join("roots"),
+        };
+        let actuator = Actuator::new(headroom_actuator::ActuatorConfig::new(
+            roots,
+            tmp.path().join("intents"),
+        ))
+        .expect("actuator");
+        let actuator = CgroupActuator::new(actuator);
+        let resources = KubeResources {
+            cpu_request_milli: 100,
+            cpu_limit_milli: None,
+            memory_limit_bytes: None,
+        };
+        for uid in ["stays", "left-1", "left-2"] {
+            actuator.remember(uid, [("app".to_string(), resources)]);
+        }
+        // A Pod record for a Pod that left: retain must take it away too.
+        std::fs::write(tmp.path().join("intents/left-1.intent"), b"").expect("record");
+        assert_eq!(actuator.retain(|uid| uid == "stays"), 2);
+        let inner = actuator.inner.lock().expect("lock");
+        let kept: Vec<&String> = inner.applied.keys().collect();
+        assert_eq!(kept, ["stays"]);
+        assert!(
+            !tmp.path().join("intents/left-1.intent").exists(),
+            "the record stayed"
+        );
+        drop(inner);
+        assert_eq!(
+            actuator.retain(|uid| uid == "stays"),
+            0,
+            "a second pass finds nothing"
+        );
     }
 
     #[test]

@@ -220,9 +220,19 @@ impl Liveness {
     }
 }
 
+/// Told the Pods counted on the node after every change, so per-Pod state kept elsewhere (the
+/// actuator's open cgroup files and intent records) goes with the Pods that left: a Pod deleted
+/// while the watch was down is seen only as missing from the next list, never as a Delete.
+pub type OnPods = Arc<dyn Fn(&[PodEntry]) + Send + Sync>;
+
 /// Starts watching `node_name`'s Node and Pods into `sink` (inside a Tokio runtime). The sink's
 /// allocatable is zero and its figures stale until the watches have listed.
-pub fn spawn(client: kube::Client, node_name: &str, sink: Arc<InMemoryPodSource>) -> KubeSource {
+pub fn spawn(
+    client: kube::Client,
+    node_name: &str,
+    sink: Arc<InMemoryPodSource>,
+    on_pods: Option<OnPods>,
+) -> KubeSource {
     prime(&sink);
     let live = Arc::new(Liveness::default());
     let mut tasks = JoinSet::new();
@@ -231,7 +241,7 @@ pub fn spawn(client: kube::Client, node_name: &str, sink: Arc<InMemoryPodSource>
             .instrument(tracing::info_span!("kube_watch", resource = "nodes", node = %node_name)),
     );
     tasks.spawn(
-        watch_pods(client, node_name.to_string(), sink, live)
+        watch_pods(client, node_name.to_string(), sink, live, on_pods)
             .instrument(tracing::info_span!("kube_watch", resource = "pods", node = %node_name)),
     );
     KubeSource { tasks }
@@ -307,6 +317,7 @@ async fn watch_pods(
     node_name: String,
     sink: Arc<InMemoryPodSource>,
     live: Arc<Liveness>,
+    on_pods: Option<OnPods>,
 ) {
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
     let (store, writer) = reflector::store::<Pod>();
@@ -318,6 +329,9 @@ async fn watch_pods(
         let pods = store.state();
         let entries = pod_entries(pods.iter().map(|p| &**p));
         tracing::debug!(pods = pods.len(), counted = entries.len(), "pods");
+        if let Some(on_pods) = &on_pods {
+            on_pods(&entries);
+        }
         sink.set(entries);
     };
     let mut cycle = 0u64;

@@ -44,6 +44,18 @@ pub enum ProbeMode {
     Off,
 }
 
+/// Whether this daemon writes cgroups (`ApplyResize`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Actuation {
+    /// Apply resizes: takes the intent directory and the Pod cgroup roots for itself (their
+    /// flocks), so one node's actuator is the only writer.
+    #[default]
+    On,
+    /// Observe only: `ApplyResize` answers `UNIMPLEMENTED`, and neither the intent directory nor
+    /// the roots are locked, so an observer can run beside the node's actuating daemon.
+    Off,
+}
+
 /// How to start the node daemon.
 #[derive(Clone)]
 pub struct NodeOptions {
@@ -59,6 +71,8 @@ pub struct NodeOptions {
     pub roots: Option<Roots>,
     /// Where intent records live (tmpfs in production: `/run/headroom/intents`).
     pub intent_dir: PathBuf,
+    /// Whether `ApplyResize` writes cgroups.
+    pub actuation: Actuation,
     /// Collector tuning.
     pub collector: CollectorConfig,
     /// Pods counted against the node.
@@ -75,6 +89,7 @@ impl NodeOptions {
             cgroup_mount: PathBuf::from(headroom_cgroupfs::setup::DEFAULT_MOUNT),
             roots: None,
             intent_dir: PathBuf::from("/run/headroom/intents"),
+            actuation: Actuation::default(),
             collector: CollectorConfig::default(),
             pod_source: Arc::new(InMemoryPodSource::default()),
         }
@@ -85,8 +100,9 @@ impl NodeOptions {
 pub struct Node {
     /// Pipeline, server and metrics.
     pub daemon: Daemon,
-    /// The actuator behind `ApplyResize` (the standalone store primes it).
-    pub actuator: Arc<CgroupActuator>,
+    /// The actuator behind `ApplyResize` (the standalone store primes it); `None` with
+    /// [`Actuation::Off`].
+    pub actuator: Option<Arc<CgroupActuator>>,
     /// The Pods counted against the node.
     pub pod_source: Arc<InMemoryPodSource>,
     /// Why the probes are not loaded, if they are not.
@@ -117,7 +133,7 @@ impl Node {
 #[derive(Clone)]
 pub struct Embedded {
     pod_source: Arc<InMemoryPodSource>,
-    actuator: Arc<CgroupActuator>,
+    actuator: Option<Arc<CgroupActuator>>,
 }
 
 impl Embedded {
@@ -128,12 +144,16 @@ impl Embedded {
 
     /// A Pod's containers with the resources they run with now.
     pub fn pod_created(&self, pod_uid: &str, containers: impl IntoIterator<Item = (String, KubeResources)>) {
-        self.actuator.remember(pod_uid, containers);
+        if let Some(actuator) = &self.actuator {
+            actuator.remember(pod_uid, containers);
+        }
     }
 
     /// A Pod that is gone: nothing of it is kept.
     pub fn pod_gone(&self, pod_uid: &str) {
-        self.actuator.forget(pod_uid);
+        if let Some(actuator) = &self.actuator {
+            actuator.forget(pod_uid);
+        }
     }
 }
 
@@ -182,16 +202,13 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         .map(|n| n.to_string_lossy().into_owned())
         .into_iter()
         .collect();
-    std::fs::create_dir_all(&options.intent_dir)
-        .with_context(|| format!("create the intent directory {}", options.intent_dir.display()))?;
-    let mut actuator = Actuator::new(ActuatorConfig::new(roots, options.intent_dir.clone()))
-        .context("start the actuator")?;
-    // A resize interrupted by a crash is finished (or undone) before anything new is applied.
-    let recovered = actuator.recover().context("recover interrupted resizes")?;
-    if !recovered.is_empty() {
-        info!(?recovered, "recovered interrupted resizes");
-    }
-    let actuator = Arc::new(CgroupActuator::new(actuator));
+    let actuator = match options.actuation {
+        Actuation::On => Some(start_actuator(roots, &options.intent_dir)?),
+        Actuation::Off => {
+            info!("--actuation off: observing only; ApplyResize is refused");
+            None
+        }
+    };
     let index = Arc::new(ArcSwap::from_pointee(CgroupIndex::build_with(
         &host.hierarchies(),
         &pod_roots,
@@ -199,7 +216,10 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
     let components = Components {
         resolver: Arc::new(CgroupfsResolver::new(index.clone(), options.pod_source.clone())),
         pod_source: options.pod_source.clone(),
-        actuator: actuator.clone(),
+        actuator: match &actuator {
+            Some(a) => a.clone(),
+            None => Arc::new(UnavailableActuator),
+        },
     };
     // Loaded probes are unready until the collector has read them once.
     let report: ProbeReportCell = Arc::new(ArcSwap::from_pointee(ProbeReport {
@@ -230,6 +250,19 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
         probes_missing,
         collector,
     })
+}
+
+/// The cgroup actuator on `roots`, with any resize a crash interrupted finished or undone first.
+fn start_actuator(roots: Roots, intent_dir: &std::path::Path) -> Result<Arc<CgroupActuator>> {
+    std::fs::create_dir_all(intent_dir)
+        .with_context(|| format!("create the intent directory {}", intent_dir.display()))?;
+    let mut actuator =
+        Actuator::new(ActuatorConfig::new(roots, intent_dir.to_path_buf())).context("start the actuator")?;
+    let recovered = actuator.recover().context("recover interrupted resizes")?;
+    if !recovered.is_empty() {
+        info!(?recovered, "recovered interrupted resizes");
+    }
+    Ok(Arc::new(CgroupActuator::new(actuator)))
 }
 
 /// Checks what can only be checked by reading other files, before anything is started or

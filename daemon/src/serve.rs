@@ -1,7 +1,7 @@
 //! `headroomd serve`, the command line: flags and file into a [`Config`], then the node daemon
 //! that [`crate::node`] assembles, until SIGINT or SIGTERM.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use headroom_node_model::{parse_cpu_millis, parse_memory_bytes};
@@ -10,7 +10,8 @@ use crate::{
     collector::KernelEvents,
     config::{self, Config, ConfigError, ConfigIssue},
     kube_source::{self, KubeSourceError, PodsFrom},
-    node::{self, NodeOptions, ProbeMode, preflight},
+    node::{self, Actuation, NodeOptions, ProbeMode, preflight},
+    pipeline::reservations_file::RESERVATIONS_FILE,
 };
 
 /// Flags of `headroomd serve`. Flags override the file.
@@ -54,6 +55,10 @@ pub struct ServeArgs {
     /// kept as the benchmark's peer).
     #[arg(long, value_enum, default_value_t = KernelEvents::Push)]
     pub kernel_events: KernelEvents,
+    /// `on`: ApplyResize writes the Pods' cgroups (one actuating daemon per node: it locks the
+    /// intent directory and the cgroup roots). `off`: observe only, beside another daemon.
+    #[arg(long, value_enum, default_value_t = Actuation::On)]
+    pub actuation: Actuation,
     /// Directory of the actuator's intent records (crash recovery).
     #[arg(long, value_name = "DIR", default_value = "/run/headroom/intents")]
     pub intent_dir: PathBuf,
@@ -172,10 +177,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             ),
         };
         let mut options = NodeOptions::new(config);
+        if args.actuation == Actuation::On {
+            // Beside the intent records, under the same flock: one writer per node.
+            options.config.pipeline.reservations_file = Some(args.intent_dir.join(RESERVATIONS_FILE));
+        }
         options.probes = args.probes;
         options.max_cgroups = args.max_cgroups;
         options.collector.kernel_events = args.kernel_events;
         options.intent_dir = args.intent_dir.clone();
+        options.actuation = args.actuation;
         if kube_client.is_some() {
             kube_source::prime(&options.pod_source);
         }
@@ -183,7 +193,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let kube_source = match (kube_client, &kube_node) {
             (Some(client), Some(name)) => {
                 tracing::info!(node = %name, "watching this node's Node and Pods on the API server");
-                Some(kube_source::spawn(client, name, node.pod_source.clone()))
+                // Pods that leave the node take their open cgroup files and intent records along.
+                let on_pods = node.actuator.clone().map(|actuator| -> kube_source::OnPods {
+                    Arc::new(move |pods| {
+                        let present: std::collections::HashSet<&str> =
+                            pods.iter().map(|p| p.pod.uid.as_str()).collect();
+                        actuator.retain(|uid| present.contains(uid));
+                    })
+                });
+                Some(kube_source::spawn(client, name, node.pod_source.clone(), on_pods))
             }
             _ => None,
         };

@@ -284,7 +284,7 @@ async fn mock_apiserver_node_and_pods_become_allocatable_and_allocated() {
     )
     .await
     .unwrap();
-    let source = kube_source::spawn(client, NODE, sink);
+    let source = kube_source::spawn(client, NODE, sink, None);
     let mut c: HeadroomClient<_> = headroom_client::headroom_client(&socket).await.unwrap();
 
     // Allocatable from status.allocatable; allocated = web 750m + the resizer at its desired 2

@@ -222,3 +222,229 @@ async fn watch_headroom_sees_a_pod_throttle_within_one_second() {
         "throttling became visible only after {seen:?}"
     );
 }
+
+/// One writer per node: a second actuating headroomd on the same cgroup roots is refused at
+/// start, naming the lock, while `--actuation off` observers run beside it, serve, answer
+/// `ApplyResize` with `UNIMPLEMENTED`, and leave no intent directory behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observers_run_beside_the_one_actuating_daemon() {
+    let test = "observers_run_beside_the_one_actuating_daemon";
+    let _serial = SERIAL.lock().await;
+    if !headroom_testkit::gate::privileged(test, headroom_testkit::gate::not_root()) {
+        return;
+    }
+    // The roots are locked only where they exist.
+    let roots = headroom_actuator::Roots::detect_standalone().unwrap();
+    for root in roots.dirs().paths() {
+        std::fs::create_dir_all(root).unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let serve = |name: &str, actuation: &str| {
+        Command::new(HEADROOMD)
+            .args([
+                "serve",
+                "--probes",
+                "off",
+                "--metrics-listen",
+                "",
+                "--actuation",
+                actuation,
+            ])
+            .arg("--socket")
+            .arg(tmp.path().join(format!("{name}.sock")))
+            .arg("--intent-dir")
+            .arg(tmp.path().join(format!("{name}-intents")))
+            .stdout(Stdio::null())
+            .stderr(if name == "second-writer" {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .spawn()
+            .unwrap()
+    };
+    let _writer = Daemon(serve("writer", "on"));
+    wait_for_socket(&tmp.path().join("writer.sock")).await;
+    let observers = [
+        Daemon(serve("observer-1", "off")),
+        Daemon(serve("observer-2", "off")),
+    ];
+    // A Pod the observers know (by its cgroup), so the request gets as far as the actuator.
+    let (uid, pod, container) = throttled_pod();
+    let resize = headroom_proto::v1::ApplyResizeRequest {
+        pod_uid: uid.clone(),
+        containers: vec![headroom_proto::v1::ContainerResources {
+            name: "app".into(),
+            cpu_request_millis: Some(200),
+            cpu_limit_millis: Some(200),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    for name in ["observer-1", "observer-2"] {
+        wait_for_socket(&tmp.path().join(format!("{name}.sock"))).await;
+        let mut client = headroom_client(&tmp.path().join(format!("{name}.sock")))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let e = loop {
+            let e = client.apply_resize(resize.clone()).await.unwrap_err();
+            // Until the collector has indexed the Pod's cgroup.
+            if e.code() != tonic::Code::NotFound || Instant::now() > deadline {
+                break e;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(e.code(), tonic::Code::Unimplemented, "{name}: {e:?}");
+        assert_eq!(
+            std::fs::read_to_string(container.path.join("cpu.cfs_quota_us"))
+                .unwrap()
+                .trim(),
+            "10000",
+            "{name} wrote the container's cgroup"
+        );
+        assert!(
+            !tmp.path().join(format!("{name}-intents")).exists(),
+            "{name} made an intent directory"
+        );
+    }
+
+    let second = serve("second-writer", "on");
+    let out = tokio::task::spawn_blocking(move || second.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a second actuating daemon started: {stderr}"
+    );
+    assert!(
+        stderr.contains("in use by another headroom process"),
+        "the refusal does not say why: {stderr}"
+    );
+    drop(observers);
+    drop(container);
+    drop(pod);
+}
+
+/// The room promised to in-flight resizes outlives a crash of headroomd: a daemon SIGKILLed
+/// with two reservations comes back holding the one still live (with its expiry) and not the
+/// one that expired while it was down, and refuses what no longer fits beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservations_outlive_a_headroomd_crash() {
+    use headroom_proto::v1::{ReleaseRequest, ReserveRequest, ResourceAmount};
+    let test = "reservations_outlive_a_headroomd_crash";
+    let _serial = SERIAL.lock().await;
+    if !headroom_testkit::gate::privileged(test, headroom_testkit::gate::not_root()) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("headroomd.sock");
+    let intents = tmp.path().join("intents");
+    let start = || {
+        Daemon(
+            Command::new(HEADROOMD)
+                .args(["serve", "--probes", "off", "--metrics-listen", ""])
+                .args(["--allocatable-cpu", "4", "--allocatable-memory", "8Gi"])
+                .arg("--socket")
+                .arg(&socket)
+                .arg("--intent-dir")
+                .arg(&intents)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let cpu = |millis: i64| ResourceAmount {
+        cpu_millis: Some(millis),
+        ..Default::default()
+    };
+    let reserve = |id: &str, millis: i64, ttl_seconds: u32| ReserveRequest {
+        reservation_id: id.into(),
+        pod: String::new(),
+        amount: Some(cpu(millis)),
+        ttl_seconds,
+        releasing_pod_uids: Vec::new(),
+    };
+    // A Pod the node knows (by its cgroup), for the reservations to be for.
+    let (uid, pod, container) = throttled_pod();
+
+    let mut first = start();
+    wait_for_socket(&socket).await;
+    let mut client = headroom_client(&socket).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match client
+            .reserve(ReserveRequest {
+                pod: uid.clone(),
+                ..reserve("keep", 1500, 300)
+            })
+            .await
+        {
+            Ok(_) => break,
+            // Until the collector has indexed the Pod's cgroup.
+            Err(e) if e.code() == tonic::Code::NotFound && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("reserve: {e:?}"),
+        }
+    }
+    let brief_made = Instant::now();
+    client
+        .reserve(ReserveRequest {
+            pod: uid.clone(),
+            ..reserve("brief", 500, 1)
+        })
+        .await
+        .unwrap();
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(1200).saturating_sub(brief_made.elapsed())).await;
+
+    let _second = start();
+    wait_for_socket(&socket).await;
+    let mut client = headroom_client(&socket).await.unwrap();
+    let snapshot = client
+        .get_headroom(GetHeadroomRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let ids: Vec<&str> = snapshot.reservations.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["keep"], "the restarted daemon holds {ids:?}");
+    let keep = &snapshot.reservations[0];
+    assert_eq!((keep.pod.as_str(), keep.cpu_millis), (uid.as_str(), 1500));
+    let left = keep.expires_at.unwrap().seconds
+        - std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+    assert!(
+        (290..=300).contains(&left),
+        "expires in {left} s, not about 300 s"
+    );
+    let figures = snapshot.node.unwrap().cpu_millis.unwrap();
+    assert_eq!((figures.reserved, figures.headroom), (1500, 2500));
+    // The room it holds is not promised again.
+    let e = client
+        .reserve(ReserveRequest {
+            pod: uid.clone(),
+            ..reserve("more", 3000, 60)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+    client
+        .release(ReleaseRequest {
+            reservation_id: "keep".into(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        !intents.join("reservations.json").exists(),
+        "an empty ledger leaves no file"
+    );
+    drop(container);
+    drop(pod);
+}

@@ -99,6 +99,23 @@ impl ReservationLedger {
         Ok(())
     }
 
+    /// Takes back a reservation made before a restart. The room was promised then, so it is not
+    /// fitted against today's headroom again (a node that shrank meanwhile shows a deficit rather
+    /// than a broken promise); a duplicate, negative or expired one is refused as by `reserve`.
+    pub fn restore(&mut self, reservation: Reservation, now: Instant) -> Result<(), LedgerError> {
+        if self.reservations.contains_key(&reservation.id) {
+            return Err(LedgerError::DuplicateId(reservation.id));
+        }
+        if !Resources::ZERO.fits_within(&reservation.amount) {
+            return Err(LedgerError::NegativeAmount(reservation.amount));
+        }
+        if !reservation.is_live(now) {
+            return Err(LedgerError::AlreadyExpired { id: reservation.id });
+        }
+        self.reservations.insert(reservation.id.clone(), reservation);
+        Ok(())
+    }
+
     /// Releases a reservation (resize completed or failed); `None` if unknown.
     pub fn release(&mut self, id: &str) -> Option<Reservation> {
         self.reservations.remove(id)
@@ -174,6 +191,48 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_restored_reservation_counts_even_beyond_todays_room_but_not_twice_or_expired() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(30);
+        let restored = |id: &str, cpu: i64, expires_at: Instant| Reservation {
+            id: id.into(),
+            pod: "ns/p".into(),
+            amount: Resources::new(cpu, 0),
+            expires_at,
+        };
+        let mut ledger = ReservationLedger::new();
+        // Promised before the restart: kept although no headroom is checked.
+        assert_eq!(ledger.restore(restored("r1", 3000, later), now), Ok(()));
+        assert_eq!(ledger.total(now), Resources::new(3000, 0));
+        assert_eq!(
+            ledger.restore(restored("r1", 1, later), now),
+            Err(LedgerError::DuplicateId("r1".into()))
+        );
+        assert!(matches!(
+            ledger.restore(restored("r2", -1, later), now),
+            Err(LedgerError::NegativeAmount(_))
+        ));
+        assert!(matches!(
+            ledger.restore(restored("r3", 1, now), now),
+            Err(LedgerError::AlreadyExpired { .. })
+        ));
+        assert_eq!(ledger.len(), 1);
+        // And it takes room from new reservations like any other.
+        let refused = ledger.reserve(
+            "r4",
+            "ns/q",
+            Resources::new(2000, 0),
+            later,
+            now,
+            Resources::new(4000, 0),
+        );
+        assert!(
+            matches!(refused, Err(LedgerError::InsufficientHeadroom { .. })),
+            "{refused:?}"
+        );
+    }
 
     #[test]
     fn a_pods_pending_resize_holds_its_reservations_once() {

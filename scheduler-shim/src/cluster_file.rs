@@ -102,14 +102,17 @@ pub const MAX_CONTAINERS_PER_POD: usize = 128;
 /// about ten deep; libyaml's scanner costs O(depth) per token, so 200 KB of `[` took 17 s.
 pub const MAX_FLOW_DEPTH: usize = 64;
 
-/// The first line where `[`/`{` nesting, outside quotes and comments, passes `max`. A cheap
-/// over-approximation of the parser's flow depth (a bracket inside a plain scalar counts too),
-/// so it never lets a deeper document through.
+/// The first line where `[`/`{` nesting, outside quotes and comments, passes `max`: a cheap
+/// approximation of the parser's flow depth (a bracket inside a plain scalar counts too). It
+/// follows quotes as the scanner does (`''` and `\"` escapes included), so quoted closers cannot
+/// cancel real openers; a quote inside a block scalar (`|`, `>`) can still hide what follows it
+/// (docs/reliability.md, entry 10).
 fn flow_depth_exceeded(text: &str, max: usize) -> Option<usize> {
     let (mut depth, mut line) = (0usize, 1usize);
     let (mut single, mut double, mut comment, mut escaped) = (false, false, false, false);
     let mut previous = '\n';
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         if c == '\n' {
             line += 1;
             comment = false;
@@ -122,7 +125,14 @@ fn flow_depth_exceeded(text: &str, max: usize) -> Option<usize> {
                 _ => {}
             }
         } else if single {
-            single = c != '\'';
+            if c == '\'' {
+                // `''` is a quote inside the scalar, not its end.
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                } else {
+                    single = false;
+                }
+            }
         } else {
             match c {
                 '#' if previous.is_whitespace() => comment = true,
@@ -730,6 +740,12 @@ mod tests {
         assert!(matches!(
             parse_cluster(&hidden),
             Err(ClusterFileError::TooDeep { line: 2, .. })
+        ));
+        // `''` inside single quotes does not end them: its closers cannot cancel real openers.
+        let escaped = format!("a: {}", "[ 'x'']' ".repeat(MAX_FLOW_DEPTH + 1));
+        assert!(matches!(
+            parse_cluster(&escaped),
+            Err(ClusterFileError::TooDeep { line: 1, .. })
         ));
         // Brackets in quoted scalars and comments are text, and ordinary flow style parses.
         let text = format!(

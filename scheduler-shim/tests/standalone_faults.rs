@@ -144,37 +144,16 @@ fn sigterm_with_no_thread_to_spare_still_cleans_up() {
     // The Pod's cgroup appears once the manifest is applied.
     let layout = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
     let pod_root = Roots::standalone(Path::new(DEFAULT_MOUNT), layout, &root);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !dir.path().join("shim.sock").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the standalone node did not start"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the standalone node exited at start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_started(&mut child, &dir.path().join("shim.sock"));
     // No new task from here on, and past tokio's 10 s keep-alive of idle blocking threads.
     jail.write("pids.max", jail.read("pids.current").trim());
     std::thread::sleep(Duration::from_secs(11));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-        nix::sys::signal::SIGTERM,
-    )
-    .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "SIGTERM did not stop the node"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    signal(&child, nix::sys::signal::SIGTERM);
+    let status = wait_exit(
+        &mut child,
+        Duration::from_secs(30),
+        "SIGTERM did not stop the node",
+    );
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -225,8 +204,14 @@ fn standalone_binary(dir: &Path, root: &str, manifest: &Path) -> std::process::C
         .stderr(stderr)
         .spawn()
         .unwrap();
+    wait_started(&mut child, &shim_socket);
+    child
+}
+
+/// Waits until the node serves its control socket.
+fn wait_started(child: &mut std::process::Child, socket: &Path) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !shim_socket.exists() {
+    while !socket.exists() {
         assert!(
             std::time::Instant::now() < deadline,
             "the standalone node did not start"
@@ -237,7 +222,26 @@ fn standalone_binary(dir: &Path, root: &str, manifest: &Path) -> std::process::C
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
+}
+
+fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        signal,
+    )
+    .unwrap();
+}
+
+/// Waits (bounded) for `child` to exit; `what` is the failure.
+fn wait_exit(child: &mut std::process::Child, within: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(100);
@@ -308,11 +312,7 @@ fn a_sigkilled_node_takes_its_containers_along_and_its_successor_reaps_the_rest(
             .unwrap()
             .into_inner()
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(first.id()).unwrap()),
-        nix::sys::signal::SIGKILL,
-    )
-    .unwrap();
+    signal(&first, nix::sys::signal::SIGKILL);
     first.wait().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while containers.iter().any(|&pid| running(pid)) {
@@ -329,17 +329,11 @@ fn a_sigkilled_node_takes_its_containers_along_and_its_successor_reaps_the_rest(
     assert!(!pods().is_empty(), "the dead node left its cgroups");
 
     let mut second = standalone_binary(dir.path(), &root, &manifest);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let reaped = loop {
-        if let Some(status) = foreign.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the foreign process was not reaped"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let reaped = wait_exit(
+        &mut foreign,
+        Duration::from_secs(10),
+        "the foreign process was not reaped",
+    );
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&reaped),
         Some(9),
@@ -363,11 +357,7 @@ fn a_sigkilled_node_takes_its_containers_along_and_its_successor_reaps_the_rest(
         logs.contains("reaped a Pod an earlier run of this node left"),
         "{logs}"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(second.id()).unwrap()),
-        nix::sys::signal::SIGTERM,
-    )
-    .unwrap();
+    signal(&second, nix::sys::signal::SIGTERM);
     let status = second.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", node_logs(dir.path()));
     assert!(pods().is_empty(), "a clean stop leaves no Pod cgroup");

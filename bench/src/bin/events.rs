@@ -57,32 +57,58 @@ type Histograms = Arc<Mutex<HashMap<Key, Histogram<u64>>>>;
 /// A headroomd child, stopped (SIGTERM) on drop.
 use headroom_testkit::process::TerminatedOnDrop as Daemon;
 
+/// Both daemons observe the same cgroups side by side, so neither actuates: an actuating daemon
+/// holds the node's cgroup roots for itself, and a second one would be refused.
 fn start_headroomd(exe: &Path, dir: &Path, mode: &str) -> Result<Daemon> {
+    let log = std::fs::File::create(dir.join(format!("{mode}.log")))?;
     let child = Command::new(exe)
-        .args(["serve", "--probes", "required", "--metrics-listen", ""])
+        .args([
+            "serve",
+            "--probes",
+            "required",
+            "--metrics-listen",
+            "",
+            "--actuation",
+            "off",
+        ])
         .args(["--kernel-events", mode])
         .arg("--socket")
         .arg(dir.join(format!("{mode}.sock")))
-        .arg("--intent-dir")
-        .arg(dir.join(format!("{mode}-intents")))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .with_context(|| format!("start {}", exe.display()))?;
     Ok(Daemon(child))
 }
 
-async fn wait_for_socket(path: &Path) -> Result<()> {
+/// Waits until the daemon answers; if it exits or stays silent, fails with its log's tail.
+async fn wait_for_socket(daemon: &mut Daemon, dir: &Path, mode: &str) -> Result<()> {
+    let path = dir.join(format!("{mode}.sock"));
+    let tail = || {
+        let log = std::fs::read_to_string(dir.join(format!("{mode}.log"))).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    };
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        if let Ok(mut client) = headroom_client(path).await
+        if let Some(status) = daemon.0.try_wait()? {
+            bail!(
+                "headroomd --kernel-events {mode} exited ({status}) before serving:\n{}",
+                tail()
+            );
+        }
+        if let Ok(mut client) = headroom_client(&path).await
             && client.get_headroom(GetHeadroomRequest::default()).await.is_ok()
         {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    bail!("headroomd did not serve on {} within 20 s", path.display())
+    bail!(
+        "headroomd did not serve on {} within 20 s:\n{}",
+        path.display(),
+        tail()
+    )
 }
 
 /// `<mount>/headroom/pod<uid>/app`, the Pod layout headroomd's resolver knows; the Pod and
@@ -170,12 +196,12 @@ fn main() -> Result<()> {
     };
 
     let tmp = tempfile::tempdir()?;
-    let daemons = [
+    let mut daemons = [
         ("push", start_headroomd(&exe, tmp.path(), "push")?),
         ("poll", start_headroomd(&exe, tmp.path(), "poll")?),
     ];
-    for (mode, _) in &daemons {
-        rt.block_on(wait_for_socket(&tmp.path().join(format!("{mode}.sock"))))?;
+    for (mode, daemon) in &mut daemons {
+        rt.block_on(wait_for_socket(daemon, tmp.path(), mode))?;
     }
     let (cpu_uid, memory_uid) = (uid(1), uid(2));
     let (busy_app, _busy_pod) = pod_cgroup(&host.cpu.mount, &cpu_uid)?;

@@ -15,6 +15,7 @@ use headroom_common::{CgroupKey, EventKind, ProbeEvent};
 use headroom_node_model::{NodeHeadroom, ReservationLedger, Resources, node_headroom, room_once_gone};
 use tokio::sync::watch;
 
+use super::reservations_file::{ReservationsFile, ReservationsFileError};
 use super::{
     CgroupFiles, CgroupSample, Control, LedgerReply, PipelineConfig, PipelineInput, ProbeCounters,
     PsiReading, ReserveError, ReserveRequest, Shared, Slot,
@@ -182,6 +183,8 @@ pub(crate) struct Aggregator {
     last_interval: (u64, f64),
     cgroups: KeyMap<Box<CgroupState>>,
     ledger: ReservationLedger,
+    /// Where `ledger` is kept across restarts.
+    reservations_file: Option<ReservationsFile>,
     pods: PodSet,
     pods_read_at: Instant,
     /// Whether the node figures (from a live Pod source) were stale at the last tick.
@@ -205,6 +208,30 @@ pub(crate) struct Aggregator {
     kernel_events_shared: Option<Arc<[KernelEventView]>>,
 }
 
+/// Takes back the reservations a previous headroomd made. A file that cannot be read is set
+/// aside with a WARN (the daemon still starts: refusing would take the node's agent down with it).
+fn restore_ledger(file: &ReservationsFile, ledger: &mut ReservationLedger, now: Instant) {
+    match file.load(ledger, now, SystemTime::now()) {
+        Ok(restored) => {
+            if restored.kept > 0 {
+                tracing::info!(kept = restored.kept, file = %file.path().display(), "reservations restored");
+            }
+            for (id, why) in &restored.dropped {
+                tracing::info!(%id, "reservation not restored: {why}");
+            }
+        }
+        Err(e) => match file.set_aside() {
+            Ok(aside) => tracing::warn!(
+                "{e}; moved to {} and starting with no reservations",
+                aside.display()
+            ),
+            Err(moved) => {
+                tracing::warn!("{e}; starting with no reservations (and it cannot be moved aside: {moved})")
+            }
+        },
+    }
+}
+
 impl Aggregator {
     pub(crate) fn new(
         config: PipelineConfig,
@@ -216,6 +243,11 @@ impl Aggregator {
         let now = Instant::now();
         let pods = pod_source.pods();
         let allocated = sum_requests(&pods);
+        let reservations_file = config.reservations_file.clone().map(ReservationsFile::new);
+        let mut ledger = ReservationLedger::new();
+        if let Some(file) = &reservations_file {
+            restore_ledger(file, &mut ledger, now);
+        }
         Self {
             config,
             resolver,
@@ -229,7 +261,8 @@ impl Aggregator {
             last_stamp: None,
             last_interval: (0, 0.0),
             cgroups: KeyMap::default(),
-            ledger: ReservationLedger::new(),
+            ledger,
+            reservations_file,
             pods_read_at: now,
             pods,
             pods_stale: false,
@@ -576,6 +609,12 @@ impl Aggregator {
                 let result = released.map(|r| (self.reservation_view(&r), self.headroom(now)));
                 if result.is_some() {
                     tracing::info!("released");
+                    // Kept on disk until it expires there: room held too long, never promised twice.
+                    if let Err(e) = self.save_ledger() {
+                        tracing::warn!(
+                            "{e}; after a restart the reservation holds its room until it expires"
+                        );
+                    }
                     self.publish(now, current, changed);
                 }
                 let _ = reply.send(result);
@@ -611,6 +650,11 @@ impl Aggregator {
             now,
             available,
         )?;
+        // A promise a restart would forget is not made.
+        if let Err(e) = self.save_ledger() {
+            self.ledger.release(&request.id);
+            return Err(ReserveError::Persist(e.to_string()));
+        }
         let view = ReservationView {
             id: request.id.clone(),
             pod: request.pod.clone(),
@@ -618,6 +662,14 @@ impl Aggregator {
             expires_at: self.clock.wall(expires_at),
         };
         Ok((view, self.headroom(now)))
+    }
+
+    /// Writes the ledger to its file, if it has one.
+    fn save_ledger(&self) -> Result<(), ReservationsFileError> {
+        match &self.reservations_file {
+            Some(file) => file.save(&self.ledger, |at| self.clock.wall(at)),
+            None => Ok(()),
+        }
     }
 
     fn knows_pod(&self, id: &str) -> bool {
@@ -701,6 +753,9 @@ impl Aggregator {
         }
         if !expired.is_empty() {
             self.dirty = true;
+            if let Err(e) = self.save_ledger() {
+                tracing::warn!("{e}; a restart drops the expired reservations itself");
+            }
         }
         // A figure turning stale is a change watchers must see.
         let stale_after = self.config.stale_after;

@@ -19,6 +19,7 @@
 
 mod aggregator;
 pub mod pods;
+pub mod reservations_file;
 pub mod snapshot;
 
 use std::{
@@ -186,6 +187,8 @@ pub struct PipelineConfig {
     pub tick_interval: Duration,
     /// Cgroups without an owner are resolved again after this long.
     pub resolve_retry: Duration,
+    /// Where the ledger is kept across restarts (`None`: in memory only).
+    pub reservations_file: Option<std::path::PathBuf>,
 }
 
 impl Default for PipelineConfig {
@@ -198,6 +201,7 @@ impl Default for PipelineConfig {
             min_publish_interval: Duration::from_millis(1),
             tick_interval: Duration::from_millis(100),
             resolve_retry: Duration::from_secs(1),
+            reservations_file: None,
         }
     }
 }
@@ -323,6 +327,9 @@ pub enum ReserveError {
     /// The aggregator is gone (shutting down).
     #[error("the pipeline is shutting down")]
     Closed,
+    /// The reservation could not be kept on disk, so it was not made.
+    #[error("the reservation was not made: {0}")]
+    Persist(String),
 }
 
 /// A reservation request.

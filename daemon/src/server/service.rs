@@ -80,7 +80,7 @@ fn ledger_status(e: ReserveError) -> Status {
     use headroom_node_model::LedgerError as L;
     match e {
         ReserveError::UnknownPod(_) => Status::not_found(e.to_string()),
-        ReserveError::Closed => Status::unavailable(e.to_string()),
+        ReserveError::Closed | ReserveError::Persist(_) => Status::unavailable(e.to_string()),
         ReserveError::Ledger(L::DuplicateId(_)) => Status::already_exists(e.to_string()),
         ReserveError::Ledger(L::InsufficientHeadroom { .. }) => Status::resource_exhausted(e.to_string()),
         ReserveError::Ledger(_) => Status::invalid_argument(e.to_string()),

@@ -108,14 +108,12 @@ pub async fn start(cfg: RunConfig) -> Result<Running, StandaloneError> {
     }
     let embedded = daemon.embedded();
     let roots = cfg.roots.clone();
-    let reaped = match tokio::task::spawn_blocking(move || runtime::reap_leftovers(&roots)).await {
-        Ok(Ok(reaped)) => reaped,
-        Ok(Err(e)) => {
-            let _ = daemon.shutdown().await;
-            return Err(StandaloneError::Invalid(format!(
-                "pods left by an earlier run: {e}"
-            )));
-        }
+    let reaped = tokio::task::spawn_blocking(move || runtime::reap_leftovers(&roots))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let reaped = match reaped {
+        Ok(reaped) => reaped,
         Err(e) => {
             let _ = daemon.shutdown().await;
             return Err(StandaloneError::Invalid(format!(
