@@ -16,7 +16,7 @@
 //! writer_uids = [0]              # may call Reserve/Release/ApplyResize
 //! # reader_uids = [0, 1000]      # absent: anyone the socket mode lets in may read
 //! max_watchers = 1024
-//! max_connections = 256          # open Unix-socket connections; over it, closed at once
+//! max_connections = 256          # open connections per listener (socket, TCP); over it, closed at once
 //! default_reservation_ttl_seconds = 60
 //! max_reservation_ttl_seconds = 3600
 //! require_known_pod = true

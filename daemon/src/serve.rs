@@ -32,7 +32,8 @@ pub struct ServeArgs {
     /// Node allocatable memory, a Kubernetes quantity ("32Gi").
     #[arg(long, value_name = "QUANTITY")]
     pub allocatable_memory: Option<String>,
-    /// Open connections on the Unix socket at most (default 256); one over it is closed at once.
+    /// Open connections at most on each listener, the Unix socket and TCP (default 256); one over
+    /// it is closed at once.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
     /// `/metrics` listen address ("" disables it).

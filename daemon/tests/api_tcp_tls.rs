@@ -518,3 +518,67 @@ async fn bad_tls_files_are_one_clear_error_naming_the_file() {
     // The good files load.
     server::tls::load(&good).unwrap();
 }
+
+/// The TCP listener has the Unix socket's cap: connections that never start a TLS handshake
+/// hold at most `max_connections` descriptors, one over the cap is closed at once (not after the
+/// 10 s handshake deadline), and a real client gets in as soon as a place is free.
+#[tokio::test]
+async fn tcp_connections_over_the_cap_are_closed_at_once() {
+    use tokio::io::AsyncReadExt as _;
+    let ca = Ca::new("headroom test CA");
+    let dir = tempfile::tempdir().unwrap();
+    let tcp = server_files(dir.path(), &ca);
+    let daemon =
+        headroom_testkit::headroomd::InProcessHeadroomd::start(headroom_testkit::headroomd::HeadroomdSetup {
+            tcp: Some(tcp),
+            connections: server::ConnectionLimits {
+                max_connections: 4,
+                ..server::ConnectionLimits::default()
+            },
+            socket: "run/headroomd.sock".into(),
+            dir: Some(dir),
+            ..Default::default()
+        })
+        .await;
+    let addr = addr(&daemon);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    let stats = daemon.server().tcp_connections().clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while stats.open() < 4 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        stats.open(),
+        4,
+        "the four silent connections were not all accepted"
+    );
+    for i in 0..3 {
+        let mut extra = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(2), extra.read(&mut byte)).await;
+        assert!(
+            matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+            "connection {} over the cap of 4 was kept ({read:?})",
+            i + 1
+        );
+    }
+    assert_eq!(stats.over_cap_total(), 3);
+    assert_eq!(stats.open(), 4, "never more than the cap");
+    drop(held);
+    let client = ca.client("dashboard", &["dashboard.example"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let snapshot = loop {
+        match get_headroom(addr, Some(client_tls(&ca, Some(&client)))).await {
+            Ok(s) => break s,
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("a client was refused after the silent ones left: {e}"),
+        }
+    };
+    assert_eq!(snapshot.node_name, "test-node");
+}

@@ -284,7 +284,17 @@ async fn mock_apiserver_node_and_pods_become_allocatable_and_allocated() {
     )
     .await
     .unwrap();
-    let source = kube_source::spawn(client, NODE, sink, None);
+    // What per-Pod state elsewhere (the actuator) is told after every change.
+    let told: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let on_pods: kube_source::OnPods = {
+        let told = told.clone();
+        Arc::new(move |pods| {
+            let mut uids: Vec<String> = pods.iter().map(|p| p.pod.uid.clone()).collect();
+            uids.sort();
+            told.lock().unwrap().push(uids);
+        })
+    };
+    let source = kube_source::spawn(client, NODE, sink, Some(on_pods));
     let mut c: HeadroomClient<_> = headroom_client::headroom_client(&socket).await.unwrap();
 
     // Allocatable from status.allocatable; allocated = web 750m + the resizer at its desired 2
@@ -367,6 +377,16 @@ async fn mock_apiserver_node_and_pods_become_allocatable_and_allocated() {
         (cpu(&s) == (3920, 2000, 1500, 420)).then_some(())
     })
     .await;
+    // The listed set first (the Succeeded job is not counted, so not among them), then the one
+    // without the victim: the actuator lets the victim's cgroup files go.
+    {
+        let told = told.lock().unwrap();
+        assert!(
+            told.iter().any(|uids| uids == &[WEB_UID, RESIZER_UID]),
+            "{told:?}"
+        );
+        assert_eq!(told.last().unwrap(), &[RESIZER_UID], "{told:?}");
+    }
 
     // The Node changes live (allocatable follows), and a watch that fails turns nothing into a
     // panic: the figures keep their last good values.

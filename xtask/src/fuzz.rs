@@ -12,7 +12,14 @@ use anyhow::{Context as _, Result, bail};
 use crate::{progress, run, setup};
 
 /// The targets in `fuzz/fuzz_targets/`, in the order they run.
-pub(crate) const TARGETS: &[&str] = &["quantity", "cgroup_files", "manifest", "grpc_requests"];
+pub(crate) const TARGETS: &[&str] = &[
+    "quantity",
+    "cgroup_files",
+    "manifest",
+    "grpc_requests",
+    "kube_objects",
+    "state_files",
+];
 
 /// cargo-fuzz version known to work with this toolchain.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";

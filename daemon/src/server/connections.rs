@@ -1,14 +1,16 @@
-//! The Unix socket's accept loop, in front of tonic: what a connection may cost before it is a
-//! gRPC client.
+//! The accept loop of each listener (the Unix socket, and TCP with mutual TLS), in front of
+//! tonic: what a connection may cost before it is a gRPC client.
 //!
-//! - At most [`ConnectionLimits::max_connections`] are open at once; one over the cap is closed
-//!   as soon as it is accepted, and counted. Each costs a file descriptor and about 15 KB.
-//! - A connection must send the 24-byte HTTP/2 client preface within
+//! - At most [`ConnectionLimits::max_connections`] are open at once on each listener; one over
+//!   the cap is closed as soon as it is accepted, and counted. Each costs a file descriptor and
+//!   about 15 KB (a TLS one more).
+//! - On the Unix socket a connection must send the 24-byte HTTP/2 client preface within
 //!   [`ConnectionLimits::handshake_timeout`], or it is closed. hyper has no such deadline for
 //!   HTTP/2 (its keep-alive pings start only once the connection is up), so the preface is read
 //!   here and replayed to hyper. Reading a fixed prefix is simpler than a hyper-util connection
 //!   builder (tonic owns that one) and cannot mis-parse: a gRPC client sends exactly these bytes
-//!   first, anything else is closed at once (tonic serves HTTP/2 only).
+//!   first, anything else is closed at once (tonic serves HTTP/2 only). On TCP the TLS handshake
+//!   comes first, and tonic's acceptor gives it its own deadline (`tls::HANDSHAKE_TIMEOUT`).
 //! - An accept that fails for want of file descriptors (`EMFILE`, `ENFILE`) is retried after
 //!   [`ACCEPT_BACKOFF`], with one WARN a minute, and counted; tonic's own loop retries at once,
 //!   which spun a core while the limit lasted. Each handshake runs on its own task, so a silent
@@ -27,11 +29,11 @@ use std::{
 
 use tokio::{
     io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf},
-    net::{UnixListener, UnixStream},
+    net::{TcpListener, TcpStream, UnixListener, UnixStream},
     sync::{OwnedSemaphorePermit, Semaphore, mpsc},
 };
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::server::{Connected, UdsConnectInfo};
+use tonic::transport::server::Connected;
 
 /// What every HTTP/2 client sends first (RFC 9113 §3.4).
 pub const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -100,10 +102,10 @@ impl ConnectionStats {
     }
 }
 
-/// An accepted connection that sent the preface: replays it to hyper, then reads the socket.
-/// Holds its place under the cap until hyper drops it.
-pub struct Admitted {
-    stream: UnixStream,
+/// An accepted connection under the cap (on the Unix socket, one that sent the preface: it is
+/// replayed to hyper before the socket is read). Holds its place until hyper drops it.
+pub struct Admitted<S = UnixStream> {
+    stream: S,
     /// Bytes of [`HTTP2_PREFACE`] not yet replayed.
     replay: usize,
     _slot: Slot,
@@ -121,7 +123,7 @@ impl Drop for Slot {
     }
 }
 
-impl AsyncRead for Admitted {
+impl<S: AsyncRead + Unpin> AsyncRead for Admitted<S> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.replay > 0 {
@@ -135,7 +137,7 @@ impl AsyncRead for Admitted {
     }
 }
 
-impl AsyncWrite for Admitted {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Admitted<S> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().stream).poll_write(cx, data)
     }
@@ -161,32 +163,61 @@ impl AsyncWrite for Admitted {
     }
 }
 
-impl Connected for Admitted {
-    // The access layer reads the peer's credentials from it (SO_PEERCRED).
-    type ConnectInfo = UdsConnectInfo;
+impl<S: Connected> Connected for Admitted<S> {
+    // The access layer reads the peer's credentials from it (SO_PEERCRED on the Unix socket,
+    // the certificate under TLS, which tonic wraps around this).
+    type ConnectInfo = S::ConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
         self.stream.connect_info()
     }
 }
 
+/// A listener the accept loop serves.
+pub trait Listen: Send + Sync + 'static {
+    type Stream: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static;
+    /// Whether the loop reads the HTTP/2 preface itself: in plaintext, yes; under TLS the
+    /// handshake comes first and tonic's acceptor has its deadline.
+    const READS_PREFACE: bool;
+    fn accept(&self) -> impl std::future::Future<Output = io::Result<Self::Stream>> + Send;
+}
+
+impl Listen for UnixListener {
+    type Stream = UnixStream;
+    const READS_PREFACE: bool = true;
+    async fn accept(&self) -> io::Result<UnixStream> {
+        UnixListener::accept(self).await.map(|(stream, _)| stream)
+    }
+}
+
+impl Listen for TcpListener {
+    type Stream = TcpStream;
+    const READS_PREFACE: bool = false;
+    async fn accept(&self) -> io::Result<TcpStream> {
+        let (stream, _) = TcpListener::accept(self).await?;
+        // Small gRPC frames: as tonic's own TcpIncoming does with `with_nodelay`.
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+}
+
 /// Accepts on `listener` until the returned stream (tonic's incoming) is dropped; yields the
-/// connections that sent the preface in time.
-pub fn accept(
-    listener: UnixListener,
+/// connections under the cap (on the Unix socket, those that sent the preface in time).
+pub fn accept<L: Listen>(
+    listener: L,
     limits: ConnectionLimits,
     stats: Arc<ConnectionStats>,
-) -> ReceiverStream<io::Result<Admitted>> {
+) -> ReceiverStream<io::Result<Admitted<L::Stream>>> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(accept_loop(listener, limits, stats, tx));
     ReceiverStream::new(rx)
 }
 
-async fn accept_loop(
-    listener: UnixListener,
+async fn accept_loop<L: Listen>(
+    listener: L,
     limits: ConnectionLimits,
     stats: Arc<ConnectionStats>,
-    tx: mpsc::Sender<io::Result<Admitted>>,
+    tx: mpsc::Sender<io::Result<Admitted<L::Stream>>>,
 ) {
     let cap = Arc::new(Semaphore::new(limits.max_connections));
     let mut over_cap_warn = Warn::default();
@@ -198,7 +229,7 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
         };
         let stream = match accepted {
-            Ok((stream, _)) => stream,
+            Ok(stream) => stream,
             Err(e) => {
                 let out_of_fds = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
                 if out_of_fds {
@@ -236,6 +267,17 @@ async fn accept_loop(
             _permit: permit,
             stats: stats.clone(),
         };
+        if !L::READS_PREFACE {
+            let admitted = Admitted {
+                stream,
+                replay: 0,
+                _slot: slot,
+            };
+            if tx.send(Ok(admitted)).await.is_err() {
+                return;
+            }
+            continue;
+        }
         let (tx, stats, timeout) = (tx.clone(), stats.clone(), limits.handshake_timeout);
         tokio::spawn(async move {
             match tokio::time::timeout(timeout, preface(stream)).await {
@@ -262,7 +304,7 @@ async fn accept_loop(
 }
 
 /// Reads the HTTP/2 client preface; an error if the peer sends anything else or hangs up.
-async fn preface(mut stream: UnixStream) -> io::Result<UnixStream> {
+async fn preface<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<S> {
     let mut head = [0u8; HTTP2_PREFACE.len()];
     stream.read_exact(&mut head).await?;
     if &head != HTTP2_PREFACE {

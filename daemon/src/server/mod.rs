@@ -137,6 +137,7 @@ pub struct ServerHandle {
     path: PathBuf,
     health: tonic_health::server::HealthReporter,
     connections: Arc<ConnectionStats>,
+    tcp_connections: Arc<ConnectionStats>,
     service: HeadroomService,
 }
 
@@ -164,6 +165,11 @@ impl ServerHandle {
     /// The Unix socket's connection counters.
     pub fn connections(&self) -> &Arc<ConnectionStats> {
         &self.connections
+    }
+
+    /// The TCP listener's connection counters (all zero without `[server.tcp]`).
+    pub fn tcp_connections(&self) -> &Arc<ConnectionStats> {
+        &self.tcp_connections
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), removes the socket.
@@ -340,8 +346,9 @@ pub async fn serve(
     let router = routes(builder())?;
     // Last: everything that can fail has, so a refused start leaves no socket file.
     let listener = bind_socket(&config.socket_path, config.socket_mode)?;
+    let tcp_connections = Arc::new(ConnectionStats::default());
     let tcp = tcp.map(|(router, listener, addr)| {
-        let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        let incoming = connections::accept(listener, config.connections.clone(), tcp_connections.clone());
         tracing::info!(%addr, "gRPC serving on TCP (mutual TLS)");
         let serving = Listener::spawn(|rx| {
             router.serve_with_incoming_shutdown(incoming, async {
@@ -365,6 +372,7 @@ pub async fn serve(
         path,
         health,
         connections,
+        tcp_connections,
         service,
     })
 }
