@@ -28,13 +28,19 @@ fuzz_target!(|data: &[u8]| {
         let _ = pod_requests_admitted(&pod);
         if let Ok(Some(entry)) = pod_entry(&pod) {
             // What headroomd counts is never negative: a parsed amount is a request.
-            assert!(entry.requests.cpu_millis >= 0 && entry.requests.memory_bytes >= 0, "{entry:?}");
+            assert!(
+                entry.requests.cpu_millis >= 0 && entry.requests.memory_bytes >= 0,
+                "{entry:?}"
+            );
             assert!(requests.is_ok(), "counted a Pod whose requests do not parse");
         }
     }
     if let Ok(node) = serde_json::from_value::<Node>(object)
         && let Ok(allocatable) = node_allocatable(&node)
     {
-        assert!(allocatable.cpu_millis >= 0 && allocatable.memory_bytes >= 0, "{allocatable:?}");
+        assert!(
+            allocatable.cpu_millis >= 0 && allocatable.memory_bytes >= 0,
+            "{allocatable:?}"
+        );
     }
 });

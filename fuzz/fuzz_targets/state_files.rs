@@ -36,7 +36,10 @@ fuzz_target!(|data: &[u8]| {
         let log = IntentLog::open(dir).expect("open the intent directory");
         if let Ok(scan) = log.pending() {
             // A record is either in flight (and names its Pod) or set aside, never both.
-            assert!(scan.pending.len() + scan.unusable.len() <= 1, "one file, {scan:?}");
+            assert!(
+                scan.pending.len() + scan.unusable.len() <= 1,
+                "one file, {scan:?}"
+            );
         }
         drop(log);
         let _ = std::fs::remove_file(&record);
