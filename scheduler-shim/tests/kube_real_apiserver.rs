@@ -581,3 +581,79 @@ fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evi
         .collect();
     assert!(!reasons.iter().any(|r| r == "Preempted"), "{reasons:?}");
 }
+
+/// The Preempted Events the shim posted for `name` (one per eviction: each Event has its own name).
+fn preempted_events(plane: &ControlPlane, name: &str) -> usize {
+    events_of(plane, name)
+        .iter()
+        .filter(|e| e["reason"] == "Preempted")
+        .count()
+}
+
+/// The real API server goes away twice under a running shim: before the resize (the shim's
+/// watches fail, it says so, and must resynchronise to see the resize at all) and after the
+/// eviction, while the resize waits for a kubelet (none runs here). The victim is evicted once,
+/// nobody else is, and the shim keeps running.
+#[test]
+fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
+    let mut plane = seed_cluster();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    let mut shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
+    // The shim has listed (its first resync has run) before the API server goes.
+    thread::sleep(Duration::from_secs(3));
+    plane.restart_apiserver(Duration::from_secs(3)).unwrap();
+    wait_for(
+        &shim,
+        "the shim to report its failed watches",
+        Duration::from_secs(20),
+        || {
+            shim.log()
+                .contains("watch failed; retrying with backoff")
+                .then_some(())
+        },
+    );
+
+    defer_the_seed_resize(&plane);
+    wait_for(
+        &shim,
+        "low-priority-pod to be evicted after the restart",
+        Duration::from_secs(60),
+        || {
+            pod(&plane, "default", "low-priority-pod")
+                .filter(|p| p.pointer("/metadata/deletionTimestamp").is_some())
+        },
+    );
+    wait_for(&shim, "the Preempted event", Duration::from_secs(20), || {
+        (preempted_events(&plane, "low-priority-pod") > 0).then_some(())
+    });
+
+    // Mid-preemption: evicted, the resize not yet actuated. The shim re-lists afterwards and
+    // resynchronises every second; it must see its eviction done, not do it again.
+    plane.restart_apiserver(Duration::from_secs(3)).unwrap();
+    thread::sleep(Duration::from_secs(6));
+    assert!(
+        shim.process.try_wait().unwrap().is_none(),
+        "the shim exited:\n{}",
+        shim.log()
+    );
+    assert_eq!(
+        preempted_events(&plane, "low-priority-pod"),
+        1,
+        "the victim was evicted more than once; headroom-shim's log:\n{}",
+        shim.log()
+    );
+    let high = pod(&plane, "default", "high-priority-pod").unwrap();
+    assert!(
+        high.pointer("/metadata/deletionTimestamp").is_none(),
+        "the resizing Pod was evicted"
+    );
+    for system in ["etcd-kind-control-plane", "kube-apiserver-kind-control-plane"] {
+        let p = pod(&plane, "kube-system", system).unwrap();
+        assert!(
+            p.pointer("/metadata/deletionTimestamp").is_none(),
+            "{system} was evicted"
+        );
+    }
+}

@@ -103,6 +103,9 @@ pub struct ControlPlane {
     server: String,
     admin_kubeconfig: PathBuf,
     start_timeout: Duration,
+    apiserver_port: u16,
+    /// Set once etcd runs.
+    etcd_url: String,
 }
 
 impl ControlPlane {
@@ -218,7 +221,16 @@ impl ControlPlane {
         tail(&path, lines)
     }
 
-    fn start_etcd_and_apiserver(&mut self, apiserver_port: u16) -> Result<(), ControlPlaneError> {
+    /// Stops kube-apiserver, waits `down`, and starts it again on the same port and etcd, until
+    /// it is ready: what its clients see of an API server upgrade or crash (their watches end
+    /// and resume, or re-list on 410 Gone).
+    pub fn restart_apiserver(&mut self, down: Duration) -> Result<(), ControlPlaneError> {
+        self.stop("kube-apiserver");
+        thread::sleep(down);
+        self.start_apiserver()
+    }
+
+    fn start_etcd_and_apiserver(&mut self) -> Result<(), ControlPlaneError> {
         let client_port = free_port()?;
         let peer_port = free_port()?;
         let etcd_url = format!("http://127.0.0.1:{client_port}");
@@ -234,7 +246,12 @@ impl ControlPlane {
             .arg("--unsafe-no-fsync")
             .arg("--log-level=warn");
         self.spawn("etcd", &mut etcd)?;
+        self.etcd_url = etcd_url;
+        self.start_apiserver()
+    }
 
+    fn start_apiserver(&mut self) -> Result<(), ControlPlaneError> {
+        let (etcd_url, apiserver_port) = (self.etcd_url.clone(), self.apiserver_port);
         let dir = self.dir.path();
         let file = |name: &str| dir.join(name).display().to_string();
         let mut apiserver = Command::new(self.bin.join("kube-apiserver"));
@@ -429,8 +446,10 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
         server,
         admin_kubeconfig,
         start_timeout: options.start_timeout,
+        apiserver_port,
+        etcd_url: String::new(),
     };
-    plane.start_etcd_and_apiserver(apiserver_port)?;
+    plane.start_etcd_and_apiserver()?;
     if options.controller_manager {
         plane.start_controller_manager()?;
     }

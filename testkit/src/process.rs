@@ -32,6 +32,11 @@ impl LoggedChild {
     pub fn log_path(&self) -> &Path {
         &self.log
     }
+
+    /// Whether it is still running (`None`), or how it ended.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.child.try_wait()
+    }
 }
 
 impl Drop for LoggedChild {
