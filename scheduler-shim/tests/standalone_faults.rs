@@ -145,6 +145,9 @@ fn sigterm_with_no_thread_to_spare_still_cleans_up() {
     let layout = headroom_actuator::detect_setup(Path::new(DEFAULT_MOUNT)).unwrap();
     let pod_root = Roots::standalone(Path::new(DEFAULT_MOUNT), layout, &root);
     wait_started(&mut child, &dir.path().join("shim.sock"));
+    // The socket serves before the manifest is applied: freeze only once its container runs.
+    let roots: Vec<PathBuf> = pod_root.dirs().paths().into_iter().map(|p| p.to_path_buf()).collect();
+    wait_for_a_process_under(&mut child, &roots);
     // No new task from here on, and past tokio's 10 s keep-alive of idle blocking threads.
     jail.write("pids.max", jail.read("pids.current").trim());
     std::thread::sleep(Duration::from_secs(11));
@@ -219,6 +222,30 @@ fn wait_started(child: &mut std::process::Child, socket: &Path) {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the standalone node exited at start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (bounded) until some cgroup under `roots` holds a process.
+fn wait_for_a_process_under(child: &mut std::process::Child, roots: &[PathBuf]) {
+    fn any_process(dir: &Path) -> bool {
+        std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty())
+            || std::fs::read_dir(dir).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.file_type().is_ok_and(|t| t.is_dir()) && any_process(&e.path()))
+            })
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !roots.iter().any(|root| any_process(root)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the manifest's container never started under {roots:?}"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the standalone node exited while applying its manifest"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
