@@ -146,7 +146,12 @@ fn sigterm_with_no_thread_to_spare_still_cleans_up() {
     let pod_root = Roots::standalone(Path::new(DEFAULT_MOUNT), layout, &root);
     wait_started(&mut child, &dir.path().join("shim.sock"));
     // The socket serves before the manifest is applied: freeze only once its container runs.
-    let roots: Vec<PathBuf> = pod_root.dirs().paths().into_iter().map(|p| p.to_path_buf()).collect();
+    let roots: Vec<PathBuf> = pod_root
+        .dirs()
+        .paths()
+        .into_iter()
+        .map(|p| p.to_path_buf())
+        .collect();
     wait_for_a_process_under(&mut child, &roots);
     // No new task from here on, and past tokio's 10 s keep-alive of idle blocking threads.
     jail.write("pids.max", jail.read("pids.current").trim());
