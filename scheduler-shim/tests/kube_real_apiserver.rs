@@ -18,11 +18,10 @@ use std::{
 use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, load_cluster_file};
 use serde_json::Value;
 
-const NODE: &str = "kind-control-plane";
+mod real_cluster;
+use real_cluster::workspace;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+const NODE: &str = "kind-control-plane";
 
 /// The control plane with headroom's namespace, ServiceAccount and RBAC applied, and the seed's
 /// cluster loaded.
@@ -80,116 +79,26 @@ fn now_rfc3339() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-struct Shim {
-    process: LoggedChild,
-    /// Other logs a failure should show (headroomd's).
-    beside: Vec<PathBuf>,
-}
+struct Shim;
 
 impl Shim {
-    fn start(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> Shim {
-        let mut args = vec!["--ledger", "local"];
-        args.extend_from_slice(extra);
-        Shim::start_with_ledger(plane, kubeconfig, &args)
+    fn start(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> real_cluster::Shim {
+        real_cluster::Shim::start(plane, kubeconfig, NODE, extra)
     }
 
-    fn start_with_ledger(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> Shim {
-        let process = LoggedChild::spawn(
-            Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
-                .args([
-                    "kube",
-                    "--node-name",
-                    NODE,
-                    "--metrics-addr",
-                    "127.0.0.1:0",
-                    "--resync-seconds",
-                    "1",
-                ])
-                .args(extra)
-                .env("KUBECONFIG", kubeconfig)
-                .env("RUST_LOG", "info")
-                // The shim reads its own variable (it ignores RUST_LOG today).
-                .env("HEADROOM_LOG", "info"),
-            plane.dir().join("headroom-shim.log"),
-        )
-        .unwrap();
-        Shim {
-            process,
-            beside: Vec::new(),
-        }
-    }
-
-    fn log(&self) -> String {
-        self.process.log()
+    fn start_with_ledger(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> real_cluster::Shim {
+        real_cluster::Shim::start_with_ledger(plane, kubeconfig, NODE, extra)
     }
 }
 
-/// The debug build of `headroomd`, which `cargo test --workspace` builds for the daemon's own
-/// tests (a test of this crate cannot name another package's binary), or `HEADROOMD_BIN`.
-fn headroomd_binary() -> PathBuf {
-    if let Some(binary) = std::env::var_os("HEADROOMD_BIN") {
-        return PathBuf::from(binary);
-    }
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace().join("target"), PathBuf::from);
-    let binary = target.join("debug/headroomd");
-    assert!(
-        binary.is_file(),
-        "{} is not built: run `cargo build -p headroom-daemon` (cargo test --workspace builds it)",
-        binary.display()
-    );
-    binary
-}
-
-/// `headroomd serve` as the DaemonSet runs it, minus the probes (these tests are about the API
-/// server; the kernel tests cover them): the Node and its Pods from the API server, as the
-/// ServiceAccount with the headroom-daemon ClusterRole. Returns once it serves, with its socket
-/// and log.
+/// headroomd for the seed's node, without the probes (these tests are about the API server;
+/// the kernel tests cover them).
 fn start_headroomd(plane: &ControlPlane, kubeconfig: &Path) -> (LoggedChild, PathBuf, PathBuf) {
-    let socket = plane.dir().join("headroomd.sock");
-    let daemon_log = plane.dir().join("headroomd.log");
-    let daemon = LoggedChild::spawn(
-        Command::new(headroomd_binary())
-            .args([
-                "serve",
-                "--pods-from",
-                "kube",
-                "--kube-node",
-                NODE,
-                "--probes",
-                "off",
-            ])
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--intent-dir")
-            .arg(plane.dir().join("intents"))
-            .args(["--metrics-listen", ""])
-            .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info"),
-        &daemon_log,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !socket.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "headroomd did not start serving; its log:\n{}",
-            std::fs::read_to_string(&daemon_log).unwrap_or_default()
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
-    (daemon, socket, daemon_log)
+    real_cluster::start_headroomd(plane, kubeconfig, NODE, &["--probes", "off"])
 }
 
 fn pod(plane: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
-    let out = plane
-        .kubectl()
-        .args(["get", "pod", name, "-n", namespace, "-o", "json"])
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| serde_json::from_slice(&out.stdout).unwrap())
+    plane.get_json("pod", namespace, name)
 }
 
 fn condition<'a>(pod: &'a Value, kind: &str) -> Option<&'a Value> {
@@ -200,24 +109,11 @@ fn condition<'a>(pod: &'a Value, kind: &str) -> Option<&'a Value> {
 }
 
 fn events_of(plane: &ControlPlane, name: &str) -> Vec<Value> {
-    let out = plane
-        .kubectl_ok(&[
-            "get",
-            "events",
-            "-n",
-            "default",
-            "--field-selector",
-            &format!("involvedObject.name={name}"),
-            "-o",
-            "json",
-        ])
-        .unwrap();
-    let list: Value = serde_json::from_str(&out).unwrap();
-    list["items"].as_array().cloned().unwrap_or_default()
+    plane.events_of("default", name)
 }
 
 /// Polls `probe` until it returns `Some`, or fails with the shim's log.
-fn wait_for<T>(shim: &Shim, what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+fn wait_for<T>(shim: &real_cluster::Shim, what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(found) = probe() {

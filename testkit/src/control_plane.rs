@@ -8,14 +8,14 @@ use std::{
     fs,
     net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    process::{Command, Output, Stdio},
     thread,
     time::{Duration, Instant},
 };
 
 use thiserror::Error;
 
-use crate::pki;
+use crate::{pki, supervisor::Supervisor};
 
 /// The Kubernetes release the programs must be (`k8s/go.mod`).
 pub const KUBERNETES_VERSION: &str = "v1.37.2";
@@ -74,6 +74,11 @@ pub struct ControlPlaneOptions {
     /// The disruption controller computes PDBs' `disruptionsAllowed`; the service-account and
     /// namespace controllers make `default` service accounts and finish namespace deletion.
     pub controller_manager: bool,
+    /// The controllers a cluster with a real kubelet needs as well (see [`crate::node`]): node
+    /// lifecycle (it lifts the `not-ready` taint a new Node is born with), the root CA publisher
+    /// (every Pod's service-account volume mounts `kube-root-ca.crt`), DaemonSets, ReplicaSets,
+    /// Deployments and Pod garbage collection.
+    pub node_controllers: bool,
     /// How long each component may take to become ready.
     pub start_timeout: Duration,
 }
@@ -83,22 +88,17 @@ impl Default for ControlPlaneOptions {
         ControlPlaneOptions {
             scheduler: None,
             controller_manager: true,
+            node_controllers: false,
             start_timeout: Duration::from_secs(90),
         }
     }
 }
 
-struct Component {
-    name: &'static str,
-    child: Child,
-    log: PathBuf,
-}
-
 /// A running control plane. See the module documentation.
 pub struct ControlPlane {
     bin: PathBuf,
-    // Dropped after the components (fields drop in order): the data lives until they are gone.
-    components: Vec<Component>,
+    // Dropped before the folder (fields drop in order): the data lives until they are gone.
+    components: Supervisor,
     dir: tempfile::TempDir,
     server: String,
     admin_kubeconfig: PathBuf,
@@ -173,6 +173,41 @@ impl ControlPlane {
         kubectl_result(output, args)
     }
 
+    /// `kubectl get KIND NAME -n NAMESPACE -o json` as the administrator, or `None` when it
+    /// does not exist (or cannot be read).
+    pub fn get_json(&self, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
+        let out = self
+            .kubectl()
+            .args(["get", kind, name, "-n", namespace, "-o", "json"])
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// The Events whose involved object is `name` in `namespace`, oldest first.
+    pub fn events_of(&self, namespace: &str, name: &str) -> Vec<serde_json::Value> {
+        let Ok(out) = self.kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            namespace,
+            "--field-selector",
+            &format!("involvedObject.name={name}"),
+            "--sort-by=.metadata.creationTimestamp",
+            "-o",
+            "json",
+        ]) else {
+            return Vec::new();
+        };
+        serde_json::from_str::<serde_json::Value>(&out)
+            .ok()
+            .and_then(|list| list["items"].as_array().cloned())
+            .unwrap_or_default()
+    }
+
     /// A kubeconfig that authenticates as the ServiceAccount `namespace/name` with a token from
     /// the TokenRequest API, so RBAC applies to whoever uses it.
     pub fn service_account_kubeconfig(
@@ -209,16 +244,12 @@ impl ControlPlane {
 
     /// Stops one component (no-op when it is not running).
     pub fn stop(&mut self, name: &str) {
-        if let Some(at) = self.components.iter().position(|c| c.name == name) {
-            let mut component = self.components.remove(at);
-            terminate(&mut component.child);
-        }
+        self.components.stop(name);
     }
 
     /// The last lines of a component's log.
     pub fn log_tail(&self, name: &str, lines: usize) -> String {
-        let path = self.dir.path().join(format!("{name}.log"));
-        tail(&path, lines)
+        self.components.log_tail(name, lines)
     }
 
     /// Stops kube-apiserver, waits `down`, and starts it again on the same port and etcd, until
@@ -284,17 +315,29 @@ impl ControlPlane {
         })
     }
 
-    fn start_controller_manager(&mut self) -> Result<(), ControlPlaneError> {
+    fn start_controller_manager(&mut self, node_controllers: bool) -> Result<(), ControlPlaneError> {
+        // Without a kubelet, no node-lifecycle or taint-eviction controller: the tests' Node
+        // would go NotReady and its Pods be evicted under them.
+        let mut controllers = String::from(
+            "disruption-controller,serviceaccount-controller,namespace-controller,\
+             garbage-collector-controller",
+        );
+        if node_controllers {
+            controllers.push_str(
+                ",node-lifecycle-controller,root-ca-certificate-publisher-controller,\
+                 daemonset-controller,replicaset-controller,deployment-controller,\
+                 pod-garbage-collector-controller",
+            );
+        }
         let mut cmd = Command::new(self.bin.join("kube-controller-manager"));
         cmd.arg(format!("--kubeconfig={}", self.admin_kubeconfig.display()))
             .arg("--leader-elect=false")
             .arg("--secure-port=0")
-            // No node-lifecycle or taint-eviction controller: without a kubelet the node would
-            // go NotReady and its Pods be evicted under the tests.
-            .arg(
-                "--controllers=disruption-controller,serviceaccount-controller,\
-                 namespace-controller,garbage-collector-controller",
-            )
+            .arg(format!("--controllers={controllers}"))
+            .arg(format!(
+                "--root-ca-file={}",
+                self.dir.path().join(pki::CA_CERT).display()
+            ))
             .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}=true"))
             .arg("--v=1");
         self.spawn("kube-controller-manager", &mut cmd)?;
@@ -305,23 +348,13 @@ impl ControlPlane {
     }
 
     fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> Result<(), ControlPlaneError> {
-        let log = self.dir.path().join(format!("{name}.log"));
-        let out = fs::File::create(&log).map_err(|source| io(&format!("create {name}.log"), source))?;
-        let err = out
-            .try_clone()
-            .map_err(|source| io(&format!("open {name}.log"), source))?;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|source| io(&format!("start {name}"), source))?;
-        self.components.push(Component { name, child, log });
-        Ok(())
+        self.components
+            .spawn(name, cmd)
+            .map_err(|source| io(&format!("start {name}"), source))
     }
 
     fn wait_for_log(&mut self, name: &str, needle: &str) -> Result<(), ControlPlaneError> {
-        let log = self.dir.path().join(format!("{name}.log"));
+        let log = self.components.log_path(name);
         self.wait_until_ready(name, |_| {
             fs::read_to_string(&log).is_ok_and(|text| text.contains(needle))
         })
@@ -356,16 +389,14 @@ impl ControlPlane {
     }
 
     fn check_alive(&mut self) -> Result<(), ControlPlaneError> {
-        for component in &mut self.components {
-            if let Ok(Some(status)) = component.child.try_wait() {
-                return Err(ControlPlaneError::Exited {
-                    component: component.name.to_string(),
-                    status: status.to_string(),
-                    log_tail: tail(&component.log, 30),
-                });
-            }
+        match self.components.exited() {
+            Some(exited) => Err(ControlPlaneError::Exited {
+                component: exited.name,
+                status: exited.status,
+                log_tail: exited.log_tail,
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn not_ready(&self, name: &str) -> ControlPlaneError {
@@ -375,35 +406,6 @@ impl ControlPlane {
             log_tail: self.log_tail(name, 30),
         }
     }
-}
-
-impl Drop for ControlPlane {
-    fn drop(&mut self) {
-        // The clients first, etcd last, so nothing logs a storm of connection errors.
-        while let Some(mut component) = self.components.pop() {
-            terminate(&mut component.child);
-        }
-    }
-}
-
-/// SIGTERM, then SIGKILL if the program has not exited within 5 s; always reaped.
-fn terminate(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: kill(2) has no memory effects; the pid is a child this process has not
-        // reaped yet, so it cannot have been reused.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// [`ControlPlane::start`] with the programs taken from `bin`.
@@ -441,7 +443,7 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
     )?;
     let mut plane = ControlPlane {
         bin,
-        components: Vec::new(),
+        components: Supervisor::new(dir.path()),
         dir,
         server,
         admin_kubeconfig,
@@ -451,7 +453,7 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
     };
     plane.start_etcd_and_apiserver()?;
     if options.controller_manager {
-        plane.start_controller_manager()?;
+        plane.start_controller_manager(options.node_controllers)?;
     }
     if let Some(gate) = options.scheduler {
         plane.start_scheduler(gate)?;
@@ -479,12 +481,12 @@ fn free_port() -> Result<u16, ControlPlaneError> {
         .map_err(|source| io("find a free port", source))
 }
 
-enum Credentials {
+pub(crate) enum Credentials {
     Certificate { cert: PathBuf, key: PathBuf },
     Token(String),
 }
 
-fn write_kubeconfig(
+pub(crate) fn write_kubeconfig(
     path: &Path,
     server: &str,
     ca: &Path,
@@ -530,12 +532,6 @@ fn kubectl_result(output: Output, args: &[&str]) -> Result<String, ControlPlaneE
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
     }
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 fn io(what: &str, source: std::io::Error) -> ControlPlaneError {

@@ -1,6 +1,7 @@
 //! The control plane's throw-away PKI, made at start: a CA, the API server's serving
-//! certificate, an administrator's client certificate (`system:masters`) and the service-account
-//! signing key.
+//! certificate, an administrator's client certificate (`system:masters`), the service-account
+//! signing key, and the one node's kubelet client certificate (`system:node:<name>` in
+//! `system:nodes`, what the Node authorizer and NodeRestriction expect).
 use std::{fs, path::Path};
 
 use rcgen::{
@@ -18,6 +19,10 @@ pub(crate) const ADMIN_CERT: &str = "admin.crt";
 pub(crate) const ADMIN_KEY: &str = "admin.key";
 pub(crate) const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
 pub(crate) const SERVICE_ACCOUNT_PUBLIC_KEY: &str = "service-account.pub";
+pub(crate) const KUBELET_CERT: &str = "kubelet.crt";
+pub(crate) const KUBELET_KEY: &str = "kubelet.key";
+/// The name the kubelet registers its Node under (its certificate's `system:node:` name).
+pub const NODE_NAME: &str = "headroom-node";
 
 fn pki_error(e: rcgen::Error) -> ControlPlaneError {
     ControlPlaneError::Pki(e.to_string())
@@ -64,6 +69,17 @@ pub(crate) fn write(dir: &Path) -> Result<(), ControlPlaneError> {
     admin.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     leaf(dir, admin, &issuer, ADMIN_CERT, ADMIN_KEY)?;
+
+    let mut kubelet = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
+    kubelet
+        .distinguished_name
+        .push(DnType::CommonName, format!("system:node:{NODE_NAME}"));
+    kubelet
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:nodes");
+    kubelet.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    kubelet.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    leaf(dir, kubelet, &issuer, KUBELET_CERT, KUBELET_KEY)?;
 
     let service_accounts = KeyPair::generate().map_err(pki_error)?;
     put(dir, SERVICE_ACCOUNT_KEY, &service_accounts.serialize_pem())?;

@@ -29,6 +29,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ),
     ("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"),
     ("kubectl", "k8s.io/kubernetes/cmd/kubectl"),
+    ("kubelet", "k8s.io/kubernetes/cmd/kubelet"),
 ];
 
 /// Where the programs of this version land.

@@ -7,6 +7,7 @@ mod helm;
 mod k8s;
 mod licenses;
 mod lint;
+mod node;
 mod setup;
 mod vm;
 
@@ -36,9 +37,12 @@ enum Task {
     Build,
     /// Build the binaries and write their man pages (NAME.1, NAME-SUBCOMMAND.1) into target/man/.
     Man,
-    /// Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
-    /// their Go modules (`k8s/`) into target/k8s/<version>/, once per version.
+    /// Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and the
+    /// kubelet from their Go modules (`k8s/`) into target/k8s/<version>/, once per version.
     BuildK8s,
+    /// Build the node's programs (containerd, its runc shim, ctr, crictl, crane, the CNI
+    /// plugins) from their Go modules (`k8s/node/`) into target/node/<version>/.
+    BuildNode,
     /// Build Helm from its Go module (`k8s/helm/`) into target/helm/<version>/, once per version.
     BuildHelm,
     /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
@@ -108,6 +112,7 @@ fn main() -> Result<()> {
             build_ebpf(&root).map(drop)
         }
         Task::BuildK8s => k8s::build(&root).map(drop),
+        Task::BuildNode => node::build(&root).map(drop),
         Task::BuildHelm => helm::build(&root).map(drop),
         Task::Build => {
             setup::install_missing()?;
@@ -187,6 +192,8 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     }
     // The real control plane the Kubernetes tests start (built once per version).
     let k8s_bin = k8s::build(root)?;
+    // The real node beside it: containerd, crane's registry, the CNI plugins.
+    let node_bin = node::build(root)?;
     // The chart tests' helm (helm lint, helm template; built once per version).
     let helm_bin = helm::build(root)?;
     if !no_lint {
@@ -196,6 +203,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     let mut test = Command::new("cargo");
     test.current_dir(root)
         .env("HEADROOM_K8S_BIN", &k8s_bin)
+        .env("HEADROOM_NODE_BIN", &node_bin)
         .env("HEADROOM_HELM", &helm_bin)
         .args([
             "test",

@@ -1,0 +1,705 @@
+//! One real node beside a [`ControlPlane`]: containerd v2 with runc and the CNI bridge, a local
+//! OCI registry (crane's) that containerd uses as its mirror, and the kubelet v1.37.2.
+//!
+//! The node is this host, not a guest: a TCG guest with `-smp 8` runs the kubelet and
+//! containerd an order of magnitude slower than the host (see `real-kernels-in-vms`), and every
+//! timing this node exists for would measure the emulator. The host is cgroup v1 hybrid, so the
+//! kubelet runs with `failCgroupV1: false`; a pure cgroup v2 node is left to the kernel matrix.
+//! Everything listens on 127.0.0.1 or a Unix socket; Pods get addresses on a bridge of their
+//! own (`hr-cni0`, 10.244.77.0/24), reachable from this host only.
+//!
+//! Dropping the [`Node`] removes every Pod through the CRI (`crictl rmp`), stops the programs,
+//! unmounts what they mounted, removes the `kubepods` cgroups and the bridge, and puts back the
+//! kernel settings the kubelet and the bridge plugin changed.
+use std::{
+    fs,
+    net::TcpListener,
+    os::unix::ffi::OsStrExt,
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use thiserror::Error;
+
+use crate::{
+    ControlPlane,
+    control_plane::{Credentials, RESIZE_PREEMPTION_GATE, write_kubeconfig},
+    images, pki,
+    supervisor::Supervisor,
+};
+
+pub use crate::pki::NODE_NAME;
+
+/// The containerd release the node runs (also pinned in `k8s/node/go.mod`).
+pub const CONTAINERD_VERSION: &str = "v2.4.2";
+
+/// The bridge the CNI plugin makes for the node's Pods.
+pub const BRIDGE: &str = "hr-cni0";
+const POD_SUBNET: &str = "10.244.77.0/24";
+
+/// Programs of `cargo xtask build-node` (`target/node/<containerd version>/`).
+const NODE_PROGRAMS: &[&str] = &[
+    "containerd",
+    "containerd-shim-runc-v2",
+    "runc",
+    "ctr",
+    "crictl",
+    "crane",
+    "bridge",
+    "host-local",
+    "loopback",
+];
+
+/// Kernel settings the kubelet (`protectKernelDefaults: false`) and the bridge plugin change on
+/// the host; put back when the node is dropped.
+const TOUCHED_SYSCTLS: &[&str] = &[
+    "vm/overcommit_memory",
+    "vm/panic_on_oom",
+    "kernel/panic",
+    "kernel/panic_on_oops",
+    "kernel/keys/root_maxkeys",
+    "kernel/keys/root_maxbytes",
+    "net/ipv4/ip_forward",
+];
+
+#[derive(Debug, Error)]
+pub enum NodeError {
+    #[error("{what} is not at {path}: {how}")]
+    Missing {
+        what: String,
+        path: PathBuf,
+        how: String,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} failed ({status}):\n{stderr}")]
+    Command {
+        what: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("{component} did not become ready within {waited:?} ({waiting_for}); last lines of its log:\n{log_tail}")]
+    NotReady {
+        component: String,
+        waiting_for: String,
+        waited: Duration,
+        log_tail: String,
+    },
+    #[error("{component} exited ({status}); last lines of its log:\n{log_tail}")]
+    Exited {
+        component: String,
+        status: String,
+        log_tail: String,
+    },
+    #[error("the node needs root (containerd, the kubelet and cgroupfs)")]
+    NotRoot,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// The kubelet's `InPlacePodVerticalScalingSchedulerPreemption` (with it on, the kubelet
+    /// leaves a critical Pod's Deferred resize to the scheduler instead of preempting itself).
+    pub resize_preemption_gate: bool,
+    /// How long each program may take to become ready.
+    pub start_timeout: Duration,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            resize_preemption_gate: false,
+            start_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A running node. See the module documentation.
+pub struct Node {
+    kubectl: PathBuf,
+    admin_kubeconfig: PathBuf,
+    node_bin: PathBuf,
+    kubelet_bin: PathBuf,
+    // Dropped before the folder: the programs stop before their data goes.
+    programs: Supervisor,
+    dir: tempfile::TempDir,
+    registry: String,
+    start_timeout: Duration,
+    sysctls: Vec<(PathBuf, String)>,
+}
+
+impl Node {
+    /// Starts the registry (with the busybox images pushed), containerd and the kubelet, and
+    /// waits until the Node is Ready and untainted.
+    pub fn start(plane: &ControlPlane, options: NodeOptions) -> Result<Node, NodeError> {
+        start_with_bins(plane, &bin_dir(), options)
+    }
+
+    /// `127.0.0.1:PORT`: the registry containerd pulls every image from.
+    pub fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    /// containerd's CRI socket.
+    pub fn containerd_socket(&self) -> PathBuf {
+        self.dir.path().join("containerd/containerd.sock")
+    }
+
+    /// The kubelet's root directory.
+    pub fn kubelet_dir(&self) -> PathBuf {
+        self.dir.path().join("kubelet")
+    }
+
+    /// A scratch folder that lives as long as the node.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The last lines of `registry`, `containerd` or `kubelet`'s log.
+    pub fn log_tail(&self, program: &str, lines: usize) -> String {
+        self.programs.log_tail(program, lines)
+    }
+
+    /// `crictl` against this node's containerd.
+    pub fn crictl(&self) -> Command {
+        let mut cmd = Command::new(self.node_bin.join("crictl"));
+        cmd.arg("--runtime-endpoint")
+            .arg(format!("unix://{}", self.containerd_socket().display()))
+            .arg("--timeout=20s");
+        cmd
+    }
+
+    /// Pushes `layer` (a tarball of a root filesystem) to the node's registry as another image.
+    pub fn push_image(&self, layer: &Path, spec: &images::ImageSpec<'_>) -> Result<(), NodeError> {
+        images::push(&self.node_bin.join("crane"), &self.registry, layer, spec)
+    }
+
+    /// The kubelet stopped (SIGKILL, as a crash ends it, or SIGTERM) and started again on the
+    /// same state; waits until the Node is Ready again.
+    pub fn restart_kubelet(&mut self, crash: bool, down: Duration) -> Result<(), NodeError> {
+        if crash {
+            self.programs.kill("kubelet");
+        } else {
+            self.programs.stop("kubelet");
+        }
+        thread::sleep(down);
+        self.start_kubelet()
+    }
+
+    /// containerd stopped and started again on the same state (its shims, and so the Pods, keep
+    /// running); waits until it answers the CRI.
+    pub fn restart_containerd(&mut self, down: Duration) -> Result<(), NodeError> {
+        self.programs.stop("containerd");
+        thread::sleep(down);
+        self.start_containerd()
+    }
+
+    fn start_registry(&mut self) -> Result<(), NodeError> {
+        let port = free_port()?;
+        let storage = self.dir.path().join("registry");
+        fs::create_dir_all(&storage).map_err(io("create the registry's folder"))?;
+        let mut cmd = Command::new(self.node_bin.join("crane"));
+        cmd.args(["registry", "serve", "--address"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--disk")
+            .arg(&storage);
+        self.spawn("registry", &mut cmd)?;
+        self.registry = format!("127.0.0.1:{port}");
+        let address = self.registry.clone();
+        self.wait_until("registry", "its /v2/ to answer", |_| {
+            std::net::TcpStream::connect(&address).is_ok()
+        })?;
+        let layers = self.dir.path().join("images");
+        fs::create_dir_all(&layers).map_err(io("create images"))?;
+        let layer = images::busybox_layer(&layers)?;
+        for spec in [&images::NGINX, &images::PAUSE, &images::BUSYBOX_IMAGE] {
+            self.push_image(&layer, spec)?;
+        }
+        Ok(())
+    }
+
+    fn write_containerd_config(&self) -> Result<PathBuf, NodeError> {
+        let dir = self.dir.path().join("containerd");
+        let hosts = dir.join("certs.d");
+        // Every registry an unmodified manifest names resolves through the local one.
+        for upstream in ["docker.io", "registry.k8s.io", "example.invalid"] {
+            let host_dir = hosts.join(upstream);
+            fs::create_dir_all(&host_dir).map_err(io("create certs.d"))?;
+            let server = if upstream == "docker.io" {
+                "https://registry-1.docker.io".to_string()
+            } else {
+                format!("https://{upstream}")
+            };
+            fs::write(
+                host_dir.join("hosts.toml"),
+                format!(
+                    "server = \"{server}\"\n\n[host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+                    self.registry
+                ),
+            )
+            .map_err(io("write hosts.toml"))?;
+        }
+        let cni_conf = self.dir.path().join("cni/net.d");
+        fs::create_dir_all(&cni_conf).map_err(io("create cni/net.d"))?;
+        let conflist = serde_json::json!({
+            "cniVersion": "1.0.0",
+            "name": "headroom",
+            "plugins": [{
+                "type": "bridge",
+                "bridge": BRIDGE,
+                "isGateway": true,
+                "ipMasq": false,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": POD_SUBNET}]],
+                    "dataDir": self.dir.path().join("cni/ipam"),
+                },
+            }],
+        });
+        fs::write(cni_conf.join("10-headroom.conflist"), conflist.to_string())
+            .map_err(io("write the CNI conflist"))?;
+        let path = |p: &Path| p.display().to_string();
+        let config = format!(
+            r#"version = 4
+root = "{root}"
+state = "{state}"
+imports = []
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "{pause}"
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = "{hosts}"
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    enable_selinux = false
+    # Lowering a process's oom_score_adj (the kubelet asks -998 for sandboxes, -997 for
+    # Guaranteed containers) needs CAP_SYS_RESOURCE, which this machine's root lacks.
+    restrict_oom_score_adj = {restrict_oom}
+    netns_mounts_under_state_dir = true
+    cdi_spec_dirs = []
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = "{runc}"
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["{cni_bin}"]
+      conf_dir = "{cni_conf}"
+
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+  # NRI's socket is a fixed host path (/var/run/nri): nothing here uses it.
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "{opt}"
+
+  [plugins.'io.containerd.server.v1.grpc']
+    address = "{socket}"
+
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = "{socket}.ttrpc"
+"#,
+            root = path(&dir.join("root")),
+            state = path(&dir.join("state")),
+            socket = path(&dir.join("containerd.sock")),
+            pause = images::PAUSE_IMAGE,
+            hosts = path(&hosts),
+            runc = path(&self.node_bin.join("runc")),
+            cni_bin = path(&self.node_bin),
+            cni_conf = path(&cni_conf),
+            opt = path(&dir.join("opt")),
+            restrict_oom = !has_capability(CAP_SYS_RESOURCE),
+        );
+        let file = dir.join("config.toml");
+        fs::write(&file, config).map_err(io("write containerd's config"))?;
+        Ok(file)
+    }
+
+    fn start_containerd(&mut self) -> Result<(), NodeError> {
+        let config = self.dir.path().join("containerd/config.toml");
+        let mut cmd = Command::new(self.node_bin.join("containerd"));
+        cmd.arg("--config").arg(&config).env("PATH", self.path_env());
+        self.spawn("containerd", &mut cmd)?;
+        self.wait_until("containerd", "`crictl info` to answer", |node| {
+            node.crictl()
+                .arg("info")
+                .output()
+                .is_ok_and(|out| out.status.success())
+        })
+    }
+
+    fn write_kubelet_config(
+        &self,
+        plane: &ControlPlane,
+        options: &NodeOptions,
+    ) -> Result<(), NodeError> {
+        let dir = self.kubelet_dir();
+        fs::create_dir_all(&dir).map_err(io("create the kubelet's folder"))?;
+        write_kubeconfig(
+            &dir.join("kubeconfig"),
+            plane.server(),
+            &plane.dir().join(pki::CA_CERT),
+            Credentials::Certificate {
+                cert: plane.dir().join(pki::KUBELET_CERT),
+                key: plane.dir().join(pki::KUBELET_KEY),
+            },
+        )
+        .map_err(|e| NodeError::Io {
+            what: "write the kubelet's kubeconfig".to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let config = serde_json::json!({
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "address": "127.0.0.1",
+            "port": free_port()?,
+            "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1",
+            "healthzPort": free_port()?,
+            "authentication": {
+                "anonymous": {"enabled": false},
+                "webhook": {"enabled": true},
+                "x509": {"clientCAFile": plane.dir().join(pki::CA_CERT)},
+            },
+            "authorization": {"mode": "Webhook"},
+            // This host is cgroup v1 hybrid (see the module documentation).
+            "failCgroupV1": false,
+            "cgroupDriver": "cgroupfs",
+            "failSwapOn": false,
+            "containerRuntimeEndpoint": format!("unix://{}", self.containerd_socket().display()),
+            "podLogsDir": self.dir.path().join("pod-logs"),
+            "clusterDomain": "cluster.local",
+            "featureGates": {RESIZE_PREEMPTION_GATE: options.resize_preemption_gate},
+            // The host's disk is shared with the build: only evict on a really full one.
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+            },
+            "imageGCHighThresholdPercent": 100,
+            "nodeStatusUpdateFrequency": "4s",
+            "serializeImagePulls": false,
+        });
+        fs::write(dir.join("config.json"), config.to_string())
+            .map_err(io("write the kubelet's config"))
+    }
+
+    fn start_kubelet(&mut self) -> Result<(), NodeError> {
+        let dir = self.kubelet_dir();
+        let mut cmd = Command::new(&self.kubelet_bin);
+        cmd.arg(format!("--config={}", dir.join("config.json").display()))
+            .arg(format!("--kubeconfig={}", dir.join("kubeconfig").display()))
+            .arg(format!("--root-dir={}", dir.display()))
+            .arg(format!("--cert-dir={}", dir.join("pki").display()))
+            .arg(format!("--hostname-override={NODE_NAME}"))
+            .arg("--v=2")
+            .env("PATH", self.path_env());
+        self.spawn("kubelet", &mut cmd)?;
+        self.wait_until("kubelet", "the Node to be Ready without taints", |node| {
+            node.ready_and_untainted()
+        })
+    }
+
+    fn ready_and_untainted(&self) -> bool {
+        let out = Command::new(&self.kubectl)
+            .arg("--kubeconfig")
+            .arg(&self.admin_kubeconfig)
+            .args([
+                "get",
+                "node",
+                NODE_NAME,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}/{.spec.taints}",
+            ])
+            .output();
+        out.is_ok_and(|out| out.status.success() && out.stdout == b"True/")
+    }
+
+    fn path_env(&self) -> std::ffi::OsString {
+        let mut path = self.node_bin.clone().into_os_string();
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()));
+        path
+    }
+
+    fn spawn(&mut self, name: &str, cmd: &mut Command) -> Result<(), NodeError> {
+        self.programs
+            .spawn(name, cmd)
+            .map_err(|source| NodeError::Io {
+                what: format!("start {name}"),
+                source,
+            })
+    }
+
+    fn wait_until(
+        &mut self,
+        name: &str,
+        waiting_for: &str,
+        mut ready: impl FnMut(&Node) -> bool,
+    ) -> Result<(), NodeError> {
+        let deadline = Instant::now() + self.start_timeout;
+        loop {
+            if let Some(exited) = self.programs.exited() {
+                return Err(NodeError::Exited {
+                    component: exited.name,
+                    status: exited.status,
+                    log_tail: exited.log_tail,
+                });
+            }
+            if ready(self) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(NodeError::NotReady {
+                    component: name.to_string(),
+                    waiting_for: waiting_for.to_string(),
+                    waited: self.start_timeout,
+                    log_tail: self.programs.log_tail(name, 30),
+                });
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Every Pod sandbox removed through the CRI (containers stopped, CNI torn down), while
+    /// containerd still runs.
+    fn remove_pods(&self) {
+        if self.programs.is_running("containerd") {
+            let _ = self.crictl().args(["rmp", "--all", "--force"]).output();
+        }
+    }
+
+    /// containerd's shims outlive it by design; whatever of ours is left is killed.
+    fn kill_leftover_shims(&self) {
+        let marker = self.dir.path().as_os_str().as_bytes();
+        let Ok(entries) = fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            if contains(&cmdline, b"containerd-shim") && contains(&cmdline, marker) {
+                kill(pid);
+            }
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn kill(pid: i32) {
+    // SAFETY: kill(2) has no memory effects; at worst the pid names a process that just exited.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // The kubelet first, so it does not restart what is being removed.
+        self.programs.stop("kubelet");
+        self.remove_pods();
+        self.programs.stop_all();
+        self.kill_leftover_shims();
+        unmount_under(self.dir.path());
+        remove_kubepods_cgroups();
+        let _ = Command::new("ip").args(["link", "delete", BRIDGE]).output();
+        remove_container_log_links(self.dir.path());
+        for (path, value) in &self.sysctls {
+            let _ = fs::write(path, value);
+        }
+    }
+}
+
+/// [`Node::start`] with the node's programs taken from `node_bin` (the kubelet from the
+/// control plane's folder).
+pub fn start_with_bins(
+    plane: &ControlPlane,
+    node_bin: &Path,
+    options: NodeOptions,
+) -> Result<Node, NodeError> {
+    // SAFETY: geteuid(2) has no side effects.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(NodeError::NotRoot);
+    }
+    for program in NODE_PROGRAMS {
+        let path = node_bin.join(program);
+        if !path.is_file() {
+            return Err(NodeError::Missing {
+                what: format!("{program} (containerd {CONTAINERD_VERSION}'s node programs)"),
+                path,
+                how: "run `cargo xtask build-node` (or set HEADROOM_NODE_BIN)".to_string(),
+            });
+        }
+    }
+    let kubelet_bin = plane.bin().join("kubelet");
+    if !kubelet_bin.is_file() {
+        return Err(NodeError::Missing {
+            what: "kubelet".to_string(),
+            path: kubelet_bin,
+            how: "run `cargo xtask build-k8s`".to_string(),
+        });
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("headroom-node-")
+        .tempdir()
+        .map_err(io("create the node's folder"))?;
+    let sysctls = TOUCHED_SYSCTLS
+        .iter()
+        .filter_map(|name| {
+            let path = Path::new("/proc/sys").join(name);
+            fs::read_to_string(&path).ok().map(|value| (path, value))
+        })
+        .collect();
+    let mut node = Node {
+        kubectl: plane.bin().join("kubectl"),
+        admin_kubeconfig: plane.admin_kubeconfig().to_path_buf(),
+        node_bin: node_bin.to_path_buf(),
+        kubelet_bin,
+        programs: Supervisor::new(dir.path()),
+        dir,
+        registry: String::new(),
+        start_timeout: options.start_timeout,
+        sysctls,
+    };
+    node.start_registry()?;
+    node.write_containerd_config()?;
+    node.start_containerd()?;
+    node.write_kubelet_config(plane, &options)?;
+    node.start_kubelet()?;
+    Ok(node)
+}
+
+/// Where `cargo xtask build-node` puts the node's programs, or `HEADROOM_NODE_BIN`.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HEADROOM_NODE_BIN") {
+        return PathBuf::from(dir);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("target/node")
+        .join(CONTAINERD_VERSION)
+}
+
+/// Detaches every mount under `dir` (the kubelet's volumes, containerd's overlays and network
+/// namespaces), deepest first.
+fn unmount_under(dir: &Path) {
+    let Ok(mountinfo) = fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    let mut points: Vec<PathBuf> = mountinfo
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|point| PathBuf::from(point.replace("\\040", " ")))
+        .filter(|point| point.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for point in points {
+        let _ = nix::mount::umount2(&point, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// The kubelet's `kubepods` tree in every cgroup hierarchy, removed leaves first, after killing
+/// whatever still runs in it (a container whose shim was killed).
+fn remove_kubepods_cgroups() {
+    let Ok(hierarchies) = fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    let mut roots: Vec<PathBuf> = hierarchies
+        .flatten()
+        .map(|entry| entry.path().join("kubepods"))
+        .collect();
+    roots.push(PathBuf::from("/sys/fs/cgroup/kubepods"));
+    roots.retain(|r| r.is_dir());
+    for _ in 0..50 {
+        let mut left = false;
+        for root in &roots {
+            left |= !remove_cgroup_tree(root);
+        }
+        if !left {
+            return;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether `dir` is gone.
+fn remove_cgroup_tree(dir: &Path) -> bool {
+    if let Ok(children) = fs::read_dir(dir) {
+        for child in children.flatten() {
+            if child.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup_tree(&child.path());
+            }
+        }
+    }
+    if let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) {
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            kill(pid);
+        }
+    }
+    fs::remove_dir(dir).is_ok() || !dir.exists()
+}
+
+/// The kubelet links each container's log into `/var/log/containers` (a fixed path); the links
+/// into this node's folder go with it.
+fn remove_container_log_links(dir: &Path) {
+    let Ok(links) = fs::read_dir("/var/log/containers") else {
+        return;
+    };
+    for link in links.flatten() {
+        if fs::read_link(link.path()).is_ok_and(|target| target.starts_with(dir)) {
+            let _ = fs::remove_file(link.path());
+        }
+    }
+}
+
+const CAP_SYS_RESOURCE: u32 = 24;
+
+/// Whether this process holds `capability` (its bit in `CapEff`).
+fn has_capability(capability: u32) -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << capability) != 0)
+}
+
+fn free_port() -> Result<u16, NodeError> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("find a free port"))?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(io("find a free port"))
+}
+
+fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> NodeError {
+    move |source| NodeError::Io {
+        what: what.to_string(),
+        source,
+    }
+}
