@@ -113,7 +113,12 @@ fn events_of(plane: &ControlPlane, name: &str) -> Vec<Value> {
 }
 
 /// Polls `probe` until it returns `Some`, or fails with the shim's log.
-fn wait_for<T>(shim: &real_cluster::Shim, what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+fn wait_for<T>(
+    shim: &real_cluster::Shim,
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(found) = probe() {

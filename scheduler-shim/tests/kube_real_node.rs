@@ -21,7 +21,11 @@ mod real_cluster;
 
 fn start_cluster(gate: bool) -> (ControlPlane, Node) {
     let plane = ControlPlane::start(ControlPlaneOptions {
-        scheduler: Some(if gate { SchedulerGate::On } else { SchedulerGate::Off }),
+        scheduler: Some(if gate {
+            SchedulerGate::On
+        } else {
+            SchedulerGate::Off
+        }),
         node_controllers: true,
         ..ControlPlaneOptions::default()
     })
@@ -43,7 +47,10 @@ fn the_seed_tutorial(plane: &ControlPlane, node: &Node, extra_log: &dyn Fn() -> 
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", extra_log()));
     assert!(
-        outcome.high_priority_reasons.iter().any(|r| r == "ResizeDeferred"),
+        outcome
+            .high_priority_reasons
+            .iter()
+            .any(|r| r == "ResizeDeferred"),
         "the kubelet deferred the resize first: {:?}",
         outcome.high_priority_reasons
     );

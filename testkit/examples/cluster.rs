@@ -12,7 +12,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gate = args.first().map(String::as_str) == Some("on");
     let with_node = args.get(1).map(String::as_str) == Some("node");
     let plane = ControlPlane::start(ControlPlaneOptions {
-        scheduler: Some(if gate { SchedulerGate::On } else { SchedulerGate::Off }),
+        scheduler: Some(if gate {
+            SchedulerGate::On
+        } else {
+            SchedulerGate::Off
+        }),
         node_controllers: with_node,
         ..ControlPlaneOptions::default()
     })?;

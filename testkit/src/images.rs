@@ -53,8 +53,8 @@ pub const BUSYBOX_IMAGE: ImageSpec<'static> = ImageSpec {
 
 /// The applets linked in `/bin` of every image (what tests and shells use).
 const APPLETS: &[&str] = &[
-    "sh", "sleep", "httpd", "cat", "ls", "echo", "kill", "ps", "sync", "true", "false", "dd", "head",
-    "yes", "env", "mkdir", "rm", "wc",
+    "sh", "sleep", "httpd", "cat", "ls", "echo", "kill", "ps", "sync", "true", "false", "dd", "head", "yes",
+    "env", "mkdir", "rm", "wc",
 ];
 
 /// A root filesystem of busybox-static and its applets, as one uncompressed layer tarball.

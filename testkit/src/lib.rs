@@ -11,15 +11,15 @@ pub mod cli_docs;
 pub mod cluster;
 pub mod control_plane;
 pub mod gate;
-pub mod images;
 #[cfg(feature = "headroomd")]
 pub mod headroomd;
+pub mod images;
 pub mod node;
 mod pki;
 pub mod process;
 pub mod scratch;
-pub mod tutorial;
 mod supervisor;
+pub mod tutorial;
 
 pub use cluster::{LoadError, load_cluster_file};
 pub use control_plane::{

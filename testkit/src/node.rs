@@ -84,7 +84,9 @@ pub enum NodeError {
         status: String,
         stderr: String,
     },
-    #[error("{component} did not become ready within {waited:?} ({waiting_for}); last lines of its log:\n{log_tail}")]
+    #[error(
+        "{component} did not become ready within {waited:?} ({waiting_for}); last lines of its log:\n{log_tail}"
+    )]
     NotReady {
         component: String,
         waiting_for: String,
@@ -342,11 +344,7 @@ imports = []
         })
     }
 
-    fn write_kubelet_config(
-        &self,
-        plane: &ControlPlane,
-        options: &NodeOptions,
-    ) -> Result<(), NodeError> {
+    fn write_kubelet_config(&self, plane: &ControlPlane, options: &NodeOptions) -> Result<(), NodeError> {
         let dir = self.kubelet_dir();
         fs::create_dir_all(&dir).map_err(io("create the kubelet's folder"))?;
         write_kubeconfig(
@@ -394,8 +392,7 @@ imports = []
             "nodeStatusUpdateFrequency": "4s",
             "serializeImagePulls": false,
         });
-        fs::write(dir.join("config.json"), config.to_string())
-            .map_err(io("write the kubelet's config"))
+        fs::write(dir.join("config.json"), config.to_string()).map_err(io("write the kubelet's config"))
     }
 
     fn start_kubelet(&mut self) -> Result<(), NodeError> {
@@ -437,12 +434,10 @@ imports = []
     }
 
     fn spawn(&mut self, name: &str, cmd: &mut Command) -> Result<(), NodeError> {
-        self.programs
-            .spawn(name, cmd)
-            .map_err(|source| NodeError::Io {
-                what: format!("start {name}"),
-                source,
-            })
+        self.programs.spawn(name, cmd).map_err(|source| NodeError::Io {
+            what: format!("start {name}"),
+            source,
+        })
     }
 
     fn wait_until(

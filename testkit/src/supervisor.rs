@@ -100,14 +100,16 @@ impl Supervisor {
     /// The first program that has exited by itself, with its log's tail.
     pub(crate) fn exited(&mut self) -> Option<Exited> {
         let dir = self.dir.clone();
-        self.running.iter_mut().find_map(|program| match program.child.try_wait() {
-            Ok(Some(status)) => Some(Exited {
-                name: program.name.clone(),
-                status: status.to_string(),
-                log_tail: tail(&dir.join(format!("{}.log", program.name)), 30),
-            }),
-            _ => None,
-        })
+        self.running
+            .iter_mut()
+            .find_map(|program| match program.child.try_wait() {
+                Ok(Some(status)) => Some(Exited {
+                    name: program.name.clone(),
+                    status: status.to_string(),
+                    log_tail: tail(&dir.join(format!("{}.log", program.name)), 30),
+                }),
+                _ => None,
+            })
     }
 
     /// The last lines of a program's log.

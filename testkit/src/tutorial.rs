@@ -4,7 +4,7 @@
 //! allocated resources. Whoever preempts (upstream's kube-scheduler or headroom-shim) and the
 //! kubelet that defers and actuates are the real programs; this module only types and waits.
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     thread,
     time::{Duration, Instant},
 };
@@ -27,9 +27,7 @@ pub const RESIZED_QUOTA_US: i64 = 150_000;
 pub enum TutorialError {
     #[error("`{command}` failed:\n{stderr}")]
     Command { command: String, stderr: String },
-    #[error(
-        "timed out after {waited:?} waiting for {what}\nkubelet:\n{kubelet}\nkubectl get pods:\n{pods}"
-    )]
+    #[error("timed out after {waited:?} waiting for {what}\nkubelet:\n{kubelet}\nkubectl get pods:\n{pods}")]
     Timeout {
         what: String,
         waited: Duration,
@@ -66,16 +64,26 @@ pub fn run(
     workspace: &Path,
     show: &mut dyn FnMut(&str, &str),
 ) -> Result<Outcome, TutorialError> {
+    // Run from the workspace, so the demo file is named as an operator would type it.
     let kubectl = |args: &[&str], show: &mut dyn FnMut(&str, &str)| -> Result<String, TutorialError> {
         let typed = format!("kubectl {}", shell_words(args));
-        let output = plane.kubectl_ok(args).map_err(|e| TutorialError::Command {
+        let failed = |stderr: String| TutorialError::Command {
             command: typed.clone(),
-            stderr: e.to_string(),
-        })?;
+            stderr,
+        };
+        let out = plane
+            .kubectl()
+            .current_dir(workspace)
+            .args(args)
+            .output()
+            .map_err(|e| failed(e.to_string()))?;
+        if !out.status.success() {
+            return Err(failed(String::from_utf8_lossy(&out.stderr).into_owned()));
+        }
+        let output = String::from_utf8_lossy(&out.stdout).into_owned();
         show(&typed, &output);
         Ok(output)
     };
-    let demo: PathBuf = workspace.join(DEMO_FILE);
     kubectl(
         &[
             "get",
@@ -85,11 +93,15 @@ pub fn run(
         ],
         show,
     )?;
-    kubectl(&["apply", "-f", &demo.display().to_string()], show)?;
+    kubectl(&["apply", "-f", DEMO_FILE], show)?;
     for name in ["low-priority-pod", "high-priority-pod"] {
-        wait(plane, node, &format!("{name} to run"), Duration::from_secs(120), || {
-            running(plane, name).then_some(())
-        })?;
+        wait(
+            plane,
+            node,
+            &format!("{name} to run"),
+            Duration::from_secs(120),
+            || running(plane, name).then_some(()),
+        )?;
     }
     kubectl(&["get", "pods"], show)?;
 

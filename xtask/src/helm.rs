@@ -25,6 +25,7 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
              -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
         ),
         programs: &[("helm", "helm.sh/helm/v3/cmd/helm")],
+        cgo: &[],
     })?;
     Ok(out.join("helm"))
 }

@@ -47,6 +47,7 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
         out: out.clone(),
         ldflags: version_ldflags(),
         programs: PROGRAMS,
+        cgo: &[],
     })?;
     Ok(out)
 }
@@ -61,6 +62,9 @@ pub(crate) struct GoBuild<'a> {
     pub ldflags: String,
     /// Program name and the Go package that builds it.
     pub programs: &'a [(&'a str, &'a str)],
+    /// Programs built with cgo, and their build tags (runc: `seccomp`); every other program is
+    /// static, without cgo.
+    pub cgo: &'a [(&'a str, &'a str)],
 }
 
 /// Builds each program of `b` that is missing or stale, with one progress line per program and
@@ -81,13 +85,20 @@ pub(crate) fn go_build(b: &GoBuild<'_>) -> Result<()> {
             b.label, b.version
         ));
         let started = Instant::now();
+        let cgo_tags = b
+            .cgo
+            .iter()
+            .find(|(program, _)| program == name)
+            .map(|(_, tags)| *tags);
         let output = Command::new("go")
             .current_dir(&b.module)
-            .args(["build", "-trimpath", "-ldflags", &b.ldflags, "-o"])
+            .args(["build", "-trimpath", "-ldflags", &b.ldflags])
+            .args(cgo_tags.map(|tags| format!("-tags={tags}")))
+            .arg("-o")
             .arg(&binary)
             .arg(package)
-            // No cgo: static programs that run in a VM guest and a container as they are.
-            .env("CGO_ENABLED", "0")
+            // Without cgo: static programs that run in a VM guest and a container as they are.
+            .env("CGO_ENABLED", if cgo_tags.is_some() { "1" } else { "0" })
             .output()
             .with_context(|| format!("start `go build {package}`"))?;
         if !output.status.success() {

@@ -1,8 +1,10 @@
 //! The node's own programs, built from their Go modules (`k8s/node/`) into
 //! `target/node/<containerd version>/`, once per version and per `go.sum`: containerd v2 with its
 //! runc shim and `ctr`, crictl, the CNI plugins the node's network uses, and crane (the local
-//! registry and the image pusher). The kubelet comes with the control plane (`k8s/`); runc is
-//! Debian's (`cargo xtask setup`).
+//! registry and the image pusher), and runc v1.5, with cgo against libseccomp so that
+//! `RuntimeDefault` seccomp profiles apply (Debian's 1.1.5 failed here with nothing but `can't get
+//! final child's PID from pipe`; 1.5 names the cause).
+//! The kubelet comes with the control plane (`k8s/`).
 //!
 //! A module of its own: containerd pins its own `k8s.io/*` (cri-api) versions, which must not move
 //! the control plane's v0.37.2 replaces in `k8s/go.mod`.
@@ -21,6 +23,7 @@ const PROGRAMS: &[(&str, &str)] = &[
         "containerd-shim-runc-v2",
         "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
     ),
+    ("runc", "github.com/opencontainers/runc"),
     ("ctr", "github.com/containerd/containerd/v2/cmd/ctr"),
     ("crictl", "sigs.k8s.io/cri-tools/cmd/crictl"),
     ("crane", "github.com/google/go-containerregistry/cmd/crane"),
@@ -51,10 +54,9 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
         module: root.join("k8s/node"),
         version: CONTAINERD_VERSION,
         out: out.clone(),
-        ldflags: format!(
-            "-s -w -X github.com/containerd/containerd/v2/version.Version={CONTAINERD_VERSION}"
-        ),
+        ldflags: format!("-s -w -X github.com/containerd/containerd/v2/version.Version={CONTAINERD_VERSION}"),
         programs: PROGRAMS,
+        cgo: &[("runc", "seccomp urfave_cli_no_docs")],
     })?;
     Ok(out)
 }

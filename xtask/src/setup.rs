@@ -9,9 +9,13 @@ use anyhow::{Context, Result, bail};
 
 use crate::{progress, run};
 
-/// Debian packages the tests, the demo and the benchmarks use, with why.
+/// Debian packages the tests, the demo and the benchmarks use, with why: a command on PATH (or
+/// an absolute path) and the package that brings it.
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
-    ("runc", "runc"),
+    // The real node's runc is built from its module with seccomp (RuntimeDefault profiles):
+    // cgo against libseccomp, found through pkg-config.
+    ("/usr/include/seccomp.h", "libseccomp-dev"),
+    ("pkg-config", "pkg-config"),
     ("stress-ng", "stress-ng"),
     ("hackbench", "rt-tests"),
     ("bpftool", "bpftool"),
@@ -129,12 +133,19 @@ fn file_name(path: &Path) -> Result<String> {
 fn debian_packages() -> Result<()> {
     let missing: Vec<&str> = DEBIAN_PACKAGES
         .iter()
-        .filter(|(command, _)| !on_path(command))
+        .filter(|(command, _)| {
+            if command.starts_with('/') {
+                !Path::new(command).exists()
+            } else {
+                !on_path(command)
+            }
+        })
         .map(|(_, package)| *package)
         .collect();
     if missing.is_empty() {
         progress(
-            "setup: Debian packages present (runc, stress-ng, rt-tests, bpftool, busybox-static, prometheus)",
+            "setup: Debian packages present (libseccomp-dev, pkg-config, stress-ng, rt-tests, bpftool, \
+             busybox-static, prometheus)",
         );
         return Ok(());
     }
