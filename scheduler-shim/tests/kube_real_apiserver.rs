@@ -558,3 +558,108 @@ fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
         );
     }
 }
+
+/// The seed's resize with the shim evicting through the Eviction API, when the API server
+/// refuses the eviction for a reason other than a PDB: the victim keeps running, the resize stays
+/// Deferred, and a Warning `ResizePreemptionFailed` on the resizer says why (with the API
+/// server's words, `match`ed).
+fn an_eviction_refused_leaves_everything_and_says_why(plane: &ControlPlane, kubeconfig: &Path, said: &str) {
+    defer_the_seed_resize(plane);
+    let shim = Shim::start(plane, kubeconfig, &["--preemption", "eviction"]);
+    let refusal = wait_for(
+        &shim,
+        "the ResizePreemptionFailed Event",
+        Duration::from_secs(60),
+        || {
+            events_of(plane, "high-priority-pod")
+                .into_iter()
+                .find(|e| e["reason"] == "ResizePreemptionFailed")
+        },
+    );
+    assert_eq!(refusal["type"], "Warning", "{refusal:#}");
+    let message = refusal["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(said) && message.contains("default/low-priority-pod"),
+        "the Event names the victim and the API server's refusal ({said}): {message}"
+    );
+    // Retries (every resync) must not evict either.
+    thread::sleep(Duration::from_secs(3));
+    let low = pod(plane, "default", "low-priority-pod").unwrap();
+    assert!(
+        low.pointer("/metadata/deletionTimestamp").is_none(),
+        "a refused eviction leaves the victim running: {low:#}"
+    );
+    let high = pod(plane, "default", "high-priority-pod").unwrap();
+    let pending = condition(&high, "PodResizePending").unwrap();
+    assert_eq!(pending["reason"], "Deferred", "the resize stays Deferred");
+    println!("refusal: {message}");
+}
+
+/// 403: the shim's ClusterRole without `pods/eviction` (an operator who trimmed it, or a
+/// `--preemption eviction` flag without the RBAC that goes with it).
+#[test]
+fn an_eviction_forbidden_by_rbac_leaves_the_victim_running_and_says_why() {
+    let plane = seed_cluster();
+    let role: Value = serde_json::from_str(
+        &plane
+            .kubectl_ok(&["get", "clusterrole", "headroom-shim", "-o", "json"])
+            .unwrap(),
+    )
+    .unwrap();
+    let rules: Vec<Value> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|rule| !rule["resources"].to_string().contains("pods/eviction"))
+        .cloned()
+        .collect();
+    assert!(
+        rules.len() < role["rules"].as_array().unwrap().len(),
+        "deploy/kubernetes/rbac.yaml grants pods/eviction: {role:#}"
+    );
+    let patch = serde_json::json!({"rules": rules}).to_string();
+    plane
+        .kubectl_ok(&[
+            "patch",
+            "clusterrole",
+            "headroom-shim",
+            "--type=merge",
+            "-p",
+            &patch,
+        ])
+        .unwrap();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "forbidden");
+}
+
+/// 500: a validating admission webhook on `pods/eviction` whose server is down, with
+/// `failurePolicy: Fail` (the API server answers `InternalError`, `failed calling webhook`).
+#[test]
+fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_why() {
+    let plane = seed_cluster();
+    let webhook = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "evictions-down"},
+        "webhooks": [{
+            "name": "evictions-down.headroom.invalid",
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["pods/eviction"]}],
+            // Nothing listens on port 1: every call fails, and Fail turns that into a 500.
+            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 2,
+        }],
+    });
+    plane
+        .kubectl_stdin(&["create", "-f", "-"], &webhook.to_string())
+        .unwrap();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "failed calling webhook");
+}

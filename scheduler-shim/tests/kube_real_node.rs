@@ -78,16 +78,7 @@ fn headroom_shim_preempts_for_a_deferred_resize_and_the_real_kubelet_actuates_it
         return;
     }
     let (plane, node) = start_cluster(false);
-    let deploy = real_cluster::workspace().join("deploy/kubernetes");
-    for manifest in ["namespace.yaml", "rbac.yaml"] {
-        let path = deploy.join(manifest);
-        plane
-            .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
-            .unwrap();
-    }
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = headroom_testkit::beside::apply_rbac(&plane, &real_cluster::workspace()).unwrap();
     let (_daemon, socket, daemon_log) =
         real_cluster::start_headroomd(&plane, &kubeconfig, NODE_NAME, &["--probes", "off"]);
     let shim = real_cluster::Shim::start_with_ledger(

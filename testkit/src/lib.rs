@@ -7,6 +7,7 @@
 //! man pages checked alike ([`cli_docs`]).
 //!
 //! A test that needs the control plane fails when it is not built: nothing here skips.
+pub mod beside;
 pub mod cli_docs;
 pub mod cluster;
 pub mod control_plane;

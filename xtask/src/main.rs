@@ -46,9 +46,15 @@ enum Task {
     /// Build Helm from its Go module (`k8s/helm/`) into target/helm/<version>/, once per version.
     BuildHelm,
     /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
+    /// With `--cluster`: the tutorial as kubectl commands against a real cluster built here (the
+    /// control plane, the kubelet and containerd), once with upstream's preemption and once with
+    /// headroom-shim (root).
     Demo {
+        /// The tutorial against a real cluster on this machine instead of the standalone node.
+        #[arg(long)]
+        cluster: bool,
         /// Extra arguments for the demo.
-        #[arg(trailing_var_arg = true)]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Run every test (privileged ones too when root), lints, and the benchmarks' quick mode.
@@ -124,10 +130,13 @@ fn main() -> Result<()> {
             cargo(&root, &["build", "--release", "--workspace", "--bins"])?;
             man_pages(&root)
         }
-        Task::Demo { args } => {
+        Task::Demo { cluster, args } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
             cargo(&root, &["build", "--release", "--workspace", "--bins"])?;
+            if cluster {
+                return cluster_demo(&root, &args);
+            }
             let mut demo = Command::new(root.join("target/release/headroom-shim"));
             demo.arg("demo").args(args);
             run(&mut demo)
@@ -236,6 +245,28 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     Ok(())
 }
 
+/// The seed's tutorial against a real cluster on this machine, both preemption paths.
+fn cluster_demo(root: &Path, args: &[String]) -> Result<()> {
+    if !is_root() {
+        bail!("demo --cluster runs a kubelet and containerd on this machine: it needs root");
+    }
+    let k8s_bin = k8s::build(root)?;
+    let node_bin = node::build(root)?;
+    let release = root.join("target/release");
+    let mut demo = Command::new(release.join("headroom-cluster-demo"));
+    demo.current_dir(root)
+        .env("HEADROOM_K8S_BIN", &k8s_bin)
+        .env("HEADROOM_NODE_BIN", &node_bin)
+        .arg("--headroomd")
+        .arg(release.join("headroomd"))
+        .arg("--shim")
+        .arg(release.join("headroom-shim"))
+        .arg("--workspace")
+        .arg(root)
+        .args(args);
+    run(&mut demo)
+}
+
 /// Builds in release and runs `target/release/soak ARGS --out target/bench`.
 fn soak(root: &Path, args: &[&str]) -> Result<()> {
     // The same package set as `bench`, so features unify the same way and nothing rebuilds.
@@ -254,6 +285,7 @@ const BENCHMARKS: &[&str] = &[
     "shim",
     "e2e",
     "kube_preemption",
+    "kube_node",
 ];
 
 fn bench(root: &Path, names: &[String], quick: bool) -> Result<()> {

@@ -1,0 +1,405 @@
+//! A Deferred resize on a real node, from `kubectl patch … --subresource resize` to the new
+//! limit in the container's cgroup, both preemption paths on one cluster in alternating rounds:
+//! - ours: headroomd (`--pods-from kube`) and `headroom-shim kube` (`--preemption eviction`,
+//!   headroomd's ledger), kube-scheduler running with `InPlacePodVerticalScalingSchedulerPreemption`
+//!   off (it still binds new Pods);
+//! - peer: upstream kube-scheduler with the gate on, no shim.
+//!
+//! The cluster is `headroom_testkit`'s: kube-apiserver, kube-scheduler, kube-controller-manager
+//! and the kubelet v1.37.2, containerd v2.4.2, on this host (`docs/real-cluster.md`). One
+//! repetition is the seed's tutorial at a quarter (victim 750m, resizer 1 → 1500m, 2 CPUs): the
+//! clock starts when the patch returns, and a watch (`kubectl get pods -w`) and a cgroup poll
+//! (every 2 ms) stamp each phase: Deferred marked, preemption decided (the victim's
+//! `DisruptionTarget` or deletion), victim deleting, victim gone, kubelet admitted
+//! (`allocatedResources` at 1500m), actuated (the quota in the cgroup). The victim's grace period
+//! is 30 s; its container exits at once on SIGTERM.
+use std::{
+    collections::BTreeMap,
+    io::BufReader,
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::mpsc,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use hdrhistogram::Histogram;
+use headroom_bench::{
+    BenchArgs, Comparison, Summary, new_histogram, print_comparison, print_table, write_json,
+};
+use headroom_testkit::{
+    ControlPlane, ControlPlaneOptions, LoggedChild, Node, NodeOptions, SchedulerGate, beside,
+    node::NODE_NAME,
+    tutorial::{RESIZED_QUOTA_US, cpu_quota_us},
+};
+use serde_json::Value;
+
+const NAMESPACE: &str = "bench";
+
+/// The phases, in the order a resize goes through them.
+const PHASES: &[&str] = &[
+    "deferred",
+    "decided",
+    "evicted",
+    "victim_gone",
+    "admitted",
+    "actuated",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Preemptor {
+    Headroom,
+    Upstream,
+}
+
+fn main() -> Result<()> {
+    let args = BenchArgs::parse_args();
+    let (rounds, per_round) = if args.quick { (1, 2) } else { (4, 5) };
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut plane = ControlPlane::start(ControlPlaneOptions {
+        scheduler: Some(SchedulerGate::On),
+        node_controllers: true,
+        ..ControlPlaneOptions::default()
+    })
+    .context("start the real control plane")?;
+    let node = Node::start(
+        &plane,
+        NodeOptions {
+            resize_preemption_gate: true,
+            ..NodeOptions::default()
+        },
+    )
+    .context("start the real node")?;
+    let kubeconfig = beside::apply_rbac(&plane, &workspace).map_err(anyhow::Error::msg)?;
+    plane.kubectl_stdin(&["apply", "-f", "-"], &fixtures())?;
+    let release = workspace.join("target/release");
+    let headroomd =
+        std::env::var_os("HEADROOMD_BIN").map_or_else(|| release.join("headroomd"), PathBuf::from);
+    let shim_bin =
+        std::env::var_os("HEADROOM_SHIM_BIN").map_or_else(|| release.join("headroom-shim"), PathBuf::from);
+
+    let mut ours: BTreeMap<&str, Histogram<u64>> = PHASES.iter().map(|p| (*p, new_histogram())).collect();
+    let mut peer = ours.clone();
+    let mut victim_termination = new_histogram();
+    let mut failures = Vec::new();
+    let mut rep = 0usize;
+    for round in 0..rounds {
+        for path in [Preemptor::Headroom, Preemptor::Upstream] {
+            let mut running: Vec<LoggedChild> = Vec::new();
+            match path {
+                Preemptor::Headroom => {
+                    plane.start_scheduler(SchedulerGate::Off)?;
+                    let daemon = beside::start_headroomd(
+                        &plane,
+                        &headroomd,
+                        &kubeconfig,
+                        NODE_NAME,
+                        &["--probes", "off"],
+                    )
+                    .map_err(anyhow::Error::msg)?;
+                    let socket = daemon.socket.display().to_string();
+                    running.push(daemon.process);
+                    running.push(
+                        beside::start_shim(
+                            &plane,
+                            &shim_bin,
+                            &kubeconfig,
+                            NODE_NAME,
+                            &[
+                                "--ledger",
+                                "headroomd",
+                                "--headroomd-socket",
+                                &socket,
+                                "--preemption",
+                                "eviction",
+                            ],
+                        )
+                        .map_err(anyhow::Error::msg)?,
+                    );
+                }
+                Preemptor::Upstream => plane.start_scheduler(SchedulerGate::On)?,
+            }
+            // One unrecorded warm-up repetition: both paths are measured warm.
+            for index in 0..=per_round {
+                rep += 1;
+                match one_repetition(&plane, &node, rep) {
+                    Ok(_) if index == 0 => {}
+                    Ok(phases) => {
+                        let histograms = if path == Preemptor::Headroom {
+                            &mut ours
+                        } else {
+                            &mut peer
+                        };
+                        for (phase, at) in &phases {
+                            record(histograms.get_mut(phase).context("phase")?, *at)?;
+                        }
+                        if let (Some(evicted), Some(gone)) =
+                            (phases.get("evicted"), phases.get("victim_gone"))
+                        {
+                            record(&mut victim_termination, gone.saturating_sub(*evicted))?;
+                        }
+                    }
+                    Err(e) => failures.push(format!("round {round} {path:?} rep {rep}: {e:#}")),
+                }
+                clean_up(&plane, rep)?;
+            }
+            drop(running);
+        }
+    }
+    if !failures.is_empty() {
+        bail!("{} repetitions failed:\n{}", failures.len(), failures.join("\n"));
+    }
+    let label = |who: &str, phase: &str| format!("{who}: patch → {phase}");
+    let mut comparison = Comparison::new(
+        "kube_node",
+        Summary::from_histogram(&label("headroom-shim + kubelet", "actuated"), &ours["actuated"]),
+    )
+    .with_peer(Summary::from_histogram(
+        &label("kube-scheduler (gate on) + kubelet", "actuated"),
+        &peer["actuated"],
+    ));
+    for phase in PHASES {
+        comparison
+            .details
+            .push(Summary::from_histogram(&label("headroom", phase), &ours[phase]));
+        comparison
+            .details
+            .push(Summary::from_histogram(&label("upstream", phase), &peer[phase]));
+    }
+    comparison.details.push(Summary::from_histogram(
+        "victim's own termination (deleting → gone)",
+        &victim_termination,
+    ));
+    let ratios: serde_json::Map<String, Value> = PHASES
+        .iter()
+        .map(|phase| {
+            let (o, p) = (
+                ours[phase].value_at_quantile(0.99),
+                peer[phase].value_at_quantile(0.99),
+            );
+            let ratio = if o > 0 { p as f64 / o as f64 } else { 0.0 };
+            println!("{phase:>12}: p99 upstream/headroom = {ratio:.2}x");
+            ((*phase).to_string(), serde_json::json!(ratio))
+        })
+        .collect();
+    comparison.extra = serde_json::json!({"p99_ratio_upstream_over_headroom": ratios});
+    comparison.notes.push(format!(
+        "{} repetitions per path in {rounds} alternating rounds (each after one unrecorded \
+         warm-up), one real cluster (kubelet v1.37.2, containerd v2.4.2) on this 2-CPU host; \
+         victim grace period 30 s, its container exits at once on SIGTERM",
+        rounds * per_round
+    ));
+    comparison.notes.push(
+        "target: headroom's p99 at or below upstream's at the phases it owns (decided, evicted); \
+         the whole path within 2x of the victim's own termination"
+            .to_string(),
+    );
+    print_table(&comparison.details);
+    print_comparison(&comparison);
+    write_json(&args.out, &comparison)?;
+    Ok(())
+}
+
+fn record(histogram: &mut Histogram<u64>, at: Duration) -> Result<()> {
+    let ns = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).max(1);
+    histogram.record(ns).context("record")
+}
+
+fn fixtures() -> String {
+    format!(
+        "apiVersion: v1
+kind: Namespace
+metadata: {{name: {NAMESPACE}}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: bench-low}}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: bench-high}}
+value: 1000000
+"
+    )
+}
+
+fn pods(rep: usize) -> String {
+    let pod = |name: &str, class: &str, cpu: &str, memory: &str| {
+        format!(
+            "apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {NAMESPACE}}}
+spec:
+  priorityClassName: {class}
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: app
+    image: nginx
+    resources:
+      requests: {{cpu: {cpu}, memory: {memory}}}
+      limits: {{cpu: {cpu}, memory: {memory}}}
+"
+        )
+    };
+    format!(
+        "{}---\n{}",
+        pod(&format!("victim-{rep}"), "bench-low", "750m", "500Mi"),
+        pod(&format!("resizer-{rep}"), "bench-high", "\"1\"", "1Gi")
+    )
+}
+
+/// One resize: each phase's time after the patch returned.
+fn one_repetition(plane: &ControlPlane, node: &Node, rep: usize) -> Result<BTreeMap<&'static str, Duration>> {
+    let victim = format!("victim-{rep}");
+    let resizer = format!("resizer-{rep}");
+    plane.kubectl_stdin(&["apply", "-f", "-"], &pods(rep))?;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !([&victim, &resizer].iter().all(|name| ready(plane, name))) {
+        if Instant::now() > deadline {
+            bail!("the Pods did not run; kubelet:\n{}", node.log_tail("kubelet", 20));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    // Its container ID, all the cgroup path needs, stays the same across the resize.
+    let resizer_pod = plane
+        .get_json("pod", NAMESPACE, &resizer)
+        .context("the resizer")?;
+    let (events, mut watch) = watch_pods(plane)?;
+    // The watch's initial listing arrives first: the clock starts after it.
+    thread::sleep(Duration::from_millis(300));
+    while events.try_recv().is_ok() {}
+    plane.kubectl_ok(&[
+        "patch",
+        "pod",
+        &resizer,
+        "-n",
+        NAMESPACE,
+        "--subresource",
+        "resize",
+        "--patch",
+        headroom_testkit::tutorial::RESIZE_PATCH,
+    ])?;
+    let started = Instant::now();
+    let mut phases: BTreeMap<&'static str, Duration> = BTreeMap::new();
+    let deadline = started + Duration::from_secs(120);
+    while phases.len() < PHASES.len() {
+        if Instant::now() > deadline {
+            let _ = watch.kill();
+            bail!(
+                "phases seen {:?} within 120 s; kubelet:\n{}",
+                phases.keys().collect::<Vec<_>>(),
+                node.log_tail("kubelet", 20)
+            );
+        }
+        if !phases.contains_key("actuated") && cpu_quota_us(&resizer_pod) == Some(RESIZED_QUOTA_US) {
+            phases.insert("actuated", started.elapsed());
+        }
+        while let Ok((at, event)) = events.try_recv() {
+            let at = at.saturating_duration_since(started);
+            let object = &event["object"];
+            let name = object["metadata"]["name"].as_str().unwrap_or("");
+            let mut seen = |phase: &'static str| {
+                phases.entry(phase).or_insert(at);
+            };
+            if name == resizer {
+                if condition_reason(object, "PodResizePending") == Some("Deferred") {
+                    seen("deferred");
+                }
+                if object["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "1500m" {
+                    seen("admitted");
+                }
+            } else if name == victim {
+                if event["type"] == "DELETED" {
+                    seen("victim_gone");
+                }
+                if condition_reason(object, "DisruptionTarget").is_some()
+                    || object["metadata"]["deletionTimestamp"].is_string()
+                {
+                    seen("decided");
+                }
+                if object["metadata"]["deletionTimestamp"].is_string() {
+                    seen("evicted");
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    Ok(phases)
+}
+
+fn ready(plane: &ControlPlane, name: &str) -> bool {
+    plane.get_json("pod", NAMESPACE, name).is_some_and(|pod| {
+        pod["status"]["phase"] == "Running" && pod["status"]["containerStatuses"][0]["ready"] == true
+    })
+}
+
+fn condition_reason<'a>(pod: &'a Value, kind: &str) -> Option<&'a str> {
+    pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .map(|c| c["reason"].as_str().unwrap_or(""))
+}
+
+/// `kubectl get pods -w` in the namespace: each event with the moment it arrived.
+fn watch_pods(plane: &ControlPlane) -> Result<(mpsc::Receiver<(Instant, Value)>, std::process::Child)> {
+    let mut child = plane
+        .kubectl()
+        .args([
+            "get",
+            "pods",
+            "-n",
+            NAMESPACE,
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("start kubectl get pods -w")?;
+    let stdout = child.stdout.take().context("kubectl's stdout")?;
+    let (send, receive) = mpsc::channel();
+    thread::spawn(move || {
+        let stream = serde_json::Deserializer::from_reader(BufReader::new(stdout)).into_iter::<Value>();
+        for event in stream.flatten() {
+            if send.send((Instant::now(), event)).is_err() {
+                return;
+            }
+        }
+    });
+    Ok((receive, child))
+}
+
+fn clean_up(plane: &ControlPlane, rep: usize) -> Result<()> {
+    let _ = plane.kubectl_ok(&[
+        "delete",
+        "pod",
+        &format!("victim-{rep}"),
+        &format!("resizer-{rep}"),
+        "-n",
+        NAMESPACE,
+        "--grace-period=0",
+        "--force",
+        "--ignore-not-found",
+        "--wait=true",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = plane.kubectl_ok(&["get", "pods", "-n", NAMESPACE, "-o", "name"])?;
+        if listed.trim().is_empty() {
+            // The kubelet has torn the sandboxes down before the next resize needs the room.
+            thread::sleep(Duration::from_millis(500));
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("repetition {rep}'s Pods were not removed: {listed}");
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,104 @@
+//! headroom's two programs beside a real cluster, each as the DaemonSet runs it and with its log
+//! in the cluster's folder: `headroomd serve --pods-from kube` and `headroom-shim kube`, as the
+//! DaemonSet's ServiceAccount (so RBAC applies to them).
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use crate::{ControlPlane, LoggedChild};
+
+/// A running headroomd: its process, socket and log.
+pub struct Headroomd {
+    pub process: LoggedChild,
+    pub socket: PathBuf,
+    pub log: PathBuf,
+}
+
+/// Starts `binary serve` for `node` with the Node and its Pods from the API server (as
+/// `kubeconfig`), plus `extra` (`--probes off` where the kernel is not the point). Returns once
+/// it serves, or the error with its log.
+pub fn start_headroomd(
+    plane: &ControlPlane,
+    binary: &Path,
+    kubeconfig: &Path,
+    node: &str,
+    extra: &[&str],
+) -> Result<Headroomd, String> {
+    let socket = plane.dir().join("headroomd.sock");
+    let log = plane.dir().join("headroomd.log");
+    let mut process = LoggedChild::spawn(
+        Command::new(binary)
+            .args(["serve", "--pods-from", "kube", "--kube-node", node])
+            .args(extra)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--intent-dir")
+            .arg(plane.dir().join("intents"))
+            .args(["--metrics-listen", ""])
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info"),
+        &log,
+    )
+    .map_err(|e| format!("start {}: {e}", binary.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !socket.exists() {
+        let exited = process.try_wait().ok().flatten();
+        if exited.is_some() || Instant::now() > deadline {
+            return Err(format!(
+                "headroomd did not start serving ({}); its log:\n{}",
+                exited.map_or_else(|| "30 s".to_string(), |s| s.to_string()),
+                process.log()
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    Ok(Headroomd { process, socket, log })
+}
+
+/// Starts `binary kube` for `node` as `kubeconfig`; `extra` names the ledger and the
+/// preemption mode.
+pub fn start_shim(
+    plane: &ControlPlane,
+    binary: &Path,
+    kubeconfig: &Path,
+    node: &str,
+    extra: &[&str],
+) -> Result<LoggedChild, String> {
+    LoggedChild::spawn(
+        Command::new(binary)
+            .args([
+                "kube",
+                "--node-name",
+                node,
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--resync-seconds",
+                "1",
+            ])
+            .args(extra)
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info")
+            // The shim reads its own variable (it ignores RUST_LOG today).
+            .env("HEADROOM_LOG", "info"),
+        plane.dir().join("headroom-shim.log"),
+    )
+    .map_err(|e| format!("start {}: {e}", binary.display()))
+}
+
+/// The namespace, ServiceAccount and RBAC from `deploy/kubernetes/`, applied with kubectl, and
+/// a kubeconfig of that ServiceAccount.
+pub fn apply_rbac(plane: &ControlPlane, workspace: &Path) -> Result<PathBuf, String> {
+    let deploy = workspace.join("deploy/kubernetes");
+    for manifest in ["namespace.yaml", "rbac.yaml"] {
+        let path = deploy.join(manifest);
+        plane
+            .kubectl_ok(&["apply", "-f", &path.display().to_string()])
+            .map_err(|e| e.to_string())?;
+    }
+    plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .map_err(|e| e.to_string())
+}
