@@ -188,7 +188,8 @@ pub fn run(
     })
 }
 
-fn running(plane: &ControlPlane, name: &str) -> bool {
+/// Whether the Pod `default/name` runs with its first container ready.
+pub fn running(plane: &ControlPlane, name: &str) -> bool {
     plane.get_json("pod", "default", name).is_some_and(|pod| {
         pod["status"]["phase"] == "Running" && pod["status"]["containerStatuses"][0]["ready"] == true
     })

@@ -25,9 +25,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
-use headroom_bench::{
-    BenchArgs, Comparison, Summary, new_histogram, print_comparison, print_table, write_json,
-};
+use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_comparison, write_json};
 use headroom_testkit::{
     ControlPlane, ControlPlaneOptions, LoggedChild, Node, NodeOptions, SchedulerGate, beside,
     node::NODE_NAME,
@@ -195,7 +193,6 @@ fn main() -> Result<()> {
          the whole path within 2x of the victim's own termination"
             .to_string(),
     );
-    print_table(&comparison.details);
     print_comparison(&comparison);
     write_json(&args.out, &comparison)?;
     Ok(())
