@@ -138,6 +138,12 @@ pub fn fmt_ns(ns: u64) -> String {
     }
 }
 
+/// Why benchmark `name` cannot run here (`None` as root), from the tests' one privileged gate
+/// (`headroom_testkit::gate`): `<name>: needs root (<why>); run it with sudo`.
+pub fn needs_root(name: &str, why: &str) -> Option<String> {
+    headroom_testkit::gate::not_root().map(|_| format!("{name}: needs root ({why}); run it with sudo"))
+}
+
 /// The two-worker Tokio runtime the async benchmarks run on; `None` (said on stderr) if it
 /// cannot start.
 pub fn tokio_runtime(name: &str) -> Option<tokio::runtime::Runtime> {

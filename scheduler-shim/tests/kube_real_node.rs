@@ -296,3 +296,44 @@ fn a_victim_that_ignores_sigterm_gets_its_grace_period_then_the_resize_completes
          at {actuated:?}"
     );
 }
+
+/// containerd stops just after the resize is asked for and starts again on its state 2 s later
+/// (its shims, and so the containers, keep running): the resize completes whole and the victim
+/// is evicted once.
+#[test]
+fn containerd_restarting_mid_resize_leaves_it_completed_whole() {
+    if !privileged("a real kubelet and containerd on this host", not_root()) {
+        return;
+    }
+    let (plane, mut node) = start_cluster(false);
+    let (_daemon, shim) = start_headroom(&plane);
+    let demo = std::fs::read_to_string(real_cluster::workspace().join(tutorial::DEMO_FILE)).unwrap();
+    plane.kubectl_stdin(&["apply", "-f", "-"], &demo).unwrap();
+    for name in ["low-priority-pod", "high-priority-pod"] {
+        wait_until(&node, &shim, name, std::time::Duration::from_secs(90), || {
+            tutorial::running(&plane, name).then_some(())
+        });
+    }
+    let before = plane.get_json("pod", "default", "high-priority-pod").unwrap();
+    patch_the_resize(&plane);
+    node.restart_containerd(std::time::Duration::from_secs(2))
+        .unwrap_or_else(|e| panic!("containerd must come back: {e}"));
+    let pod = wait_until(
+        &node,
+        &shim,
+        "the resize completed whole after containerd's restart",
+        std::time::Duration::from_secs(120),
+        || resized_whole(&plane),
+    );
+    assert_eq!(
+        pod["status"]["containerStatuses"][0]["containerID"],
+        before["status"]["containerStatuses"][0]["containerID"],
+        "resized in place: the same container, not a restart"
+    );
+    let preempted = plane
+        .events_of("default", "low-priority-pod")
+        .iter()
+        .filter(|e| e["reason"] == "Preempted")
+        .count();
+    assert_eq!(preempted, 1, "the victim was evicted once:\n{}", shim.log());
+}

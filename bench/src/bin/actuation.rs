@@ -71,8 +71,8 @@ fn request(uid: &str, size: &[KubeResources; 3]) -> ResizeRequest {
 }
 
 fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("not root".into());
+    if let Some(why) = headroom_bench::needs_root("actuation", "it writes cgroups") {
+        return Some(why);
     }
     match detect_setup(Path::new(MOUNT)) {
         Err(e) => Some(e.to_string()),

@@ -30,7 +30,7 @@ use headroom_bench::{
     print_comparison, print_table, write_json,
 };
 use headroom_node_model::Resources;
-use headroom_shim::standalone::run::{RunConfig, Running, hostname, intent_dir_for, is_root, start};
+use headroom_shim::standalone::run::{RunConfig, Running, hostname, intent_dir_for, start};
 use headroom_shim::standalone::{StandaloneNode, Step, StepHistograms, StepLatencies, shim};
 use headroomd::node::ProbeMode;
 use serde_json::{Value, json};
@@ -683,10 +683,13 @@ fn main() -> std::process::ExitCode {
     let args = Args::parse();
     // Quiet by default (the bench prints its own lines); RUST_LOG=headroom_shim=debug shows why.
     headroom_client::logging::init(headroom_client::logging::LogFormat::Text, "warn");
-    if !is_root() {
-        eprintln!(
-            "{NAME}: needs root (it creates cgroups under {DEFAULT_MOUNT}, moves processes into them, loads eBPF probes and runs runc); run it with sudo."
-        );
+    if let Some(why) = headroom_bench::needs_root(
+        NAME,
+        &format!(
+            "it creates cgroups under {DEFAULT_MOUNT}, moves processes into them, loads eBPF probes and runs runc"
+        ),
+    ) {
+        eprintln!("{why}");
         return std::process::ExitCode::from(2);
     }
     let Some(rt) = headroom_bench::tokio_runtime(NAME) else {

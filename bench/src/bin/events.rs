@@ -172,8 +172,8 @@ fn main() -> Result<()> {
         common: args,
         workload,
     } = <Args as clap::Parser>::parse();
-    if !nix::unistd::Uid::effective().is_root() {
-        bail!("events: needs root (it loads the probes and creates cgroups)");
+    if let Some(why) = headroom_bench::needs_root("events", "it loads the probes and creates cgroups") {
+        bail!("{why}");
     }
     let exe = std::env::current_exe()
         .context("own path")?

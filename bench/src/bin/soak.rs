@@ -866,10 +866,13 @@ async fn soak(args: &Args) -> Result<bool> {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!(
-            "{NAME}: needs root (the standalone node creates cgroups under {CGROUP_MOUNT}, moves processes into them and loads eBPF probes); run it with sudo."
-        );
+    if let Some(why) = headroom_bench::needs_root(
+        NAME,
+        &format!(
+            "the standalone node creates cgroups under {CGROUP_MOUNT}, moves processes into them and loads eBPF probes"
+        ),
+    ) {
+        eprintln!("{why}");
         return std::process::ExitCode::from(2);
     }
     let Some(rt) = headroom_bench::tokio_runtime(NAME) else {
