@@ -19,7 +19,7 @@ use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, load_clus
 use serde_json::Value;
 
 mod real_cluster;
-use real_cluster::workspace;
+use real_cluster::{Shim, workspace};
 
 const NODE: &str = "kind-control-plane";
 
@@ -79,18 +79,6 @@ fn now_rfc3339() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-struct Shim;
-
-impl Shim {
-    fn start(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> real_cluster::Shim {
-        real_cluster::Shim::start(plane, kubeconfig, NODE, extra)
-    }
-
-    fn start_with_ledger(plane: &ControlPlane, kubeconfig: &Path, extra: &[&str]) -> real_cluster::Shim {
-        real_cluster::Shim::start_with_ledger(plane, kubeconfig, NODE, extra)
-    }
-}
-
 /// headroomd for the seed's node, without the probes (these tests are about the API server;
 /// the kernel tests cover them).
 fn start_headroomd(plane: &ControlPlane, kubeconfig: &Path) -> (LoggedChild, PathBuf, PathBuf) {
@@ -145,7 +133,7 @@ fn seed_resize_evicts_the_low_priority_pod_through_the_eviction_api() {
         .unwrap()
         .to_string();
     defer_the_seed_resize(&plane);
-    let shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
+    let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
 
     let victim = wait_for(
         &shim,
@@ -235,7 +223,7 @@ fn a_pdb_with_no_disruptions_allowed_refuses_the_eviction_and_the_victim_keeps_r
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
     defer_the_seed_resize(&plane);
-    let shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
+    let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
 
     let refusal = wait_for(
         &shim,
@@ -275,6 +263,7 @@ fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_ev
     let mut shim = Shim::start_with_ledger(
         &plane,
         &kubeconfig,
+        NODE,
         &["--ledger", "headroomd", "--headroomd-socket", &socket_arg],
     );
     shim.beside.push(daemon_log.clone());
@@ -388,6 +377,7 @@ fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evi
     let mut shim = Shim::start_with_ledger(
         &plane,
         &kubeconfig,
+        NODE,
         &["--ledger", "headroomd", "--headroomd-socket", &socket_arg],
     );
     shim.beside.push(daemon_log.clone());
@@ -501,7 +491,7 @@ fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
-    let mut shim = Shim::start(&plane, &kubeconfig, &["--preemption", "eviction"]);
+    let mut shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
     // The shim has listed (its first resync has run) before the API server goes.
     thread::sleep(Duration::from_secs(3));
     plane.restart_apiserver(Duration::from_secs(3)).unwrap();
@@ -565,7 +555,7 @@ fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
 /// server's words, `match`ed).
 fn an_eviction_refused_leaves_everything_and_says_why(plane: &ControlPlane, kubeconfig: &Path, said: &str) {
     defer_the_seed_resize(plane);
-    let shim = Shim::start(plane, kubeconfig, &["--preemption", "eviction"]);
+    let shim = Shim::start(plane, kubeconfig, NODE, &["--preemption", "eviction"]);
     let refusal = wait_for(
         &shim,
         "the ResizePreemptionFailed Event",

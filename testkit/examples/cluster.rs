@@ -5,31 +5,24 @@
 //!     sudo cargo run -p headroom-testkit --example cluster -- on node
 use std::io::Read as _;
 
-use headroom_testkit::{ControlPlane, ControlPlaneOptions, Node, NodeOptions, SchedulerGate};
+use headroom_testkit::{ControlPlane, ControlPlaneOptions, SchedulerGate, node::start_cluster};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let gate = args.first().map(String::as_str) == Some("on");
-    let with_node = args.get(1).map(String::as_str) == Some("node");
-    let plane = ControlPlane::start(ControlPlaneOptions {
-        scheduler: Some(if gate {
-            SchedulerGate::On
-        } else {
-            SchedulerGate::Off
-        }),
-        node_controllers: with_node,
-        ..ControlPlaneOptions::default()
-    })?;
-    let node = if with_node {
-        Some(Node::start(
-            &plane,
-            NodeOptions {
-                resize_preemption_gate: gate,
-                ..NodeOptions::default()
-            },
-        )?)
+    let (plane, node) = if args.get(1).map(String::as_str) == Some("node") {
+        let (plane, node) = start_cluster(gate)?;
+        (plane, Some(node))
     } else {
-        None
+        let plane = ControlPlane::start(ControlPlaneOptions {
+            scheduler: Some(if gate {
+                SchedulerGate::On
+            } else {
+                SchedulerGate::Off
+            }),
+            ..ControlPlaneOptions::default()
+        })?;
+        (plane, None)
     };
     println!("export KUBECONFIG={}", plane.admin_kubeconfig().display());
     println!("control plane: {}", plane.dir().display());

@@ -88,6 +88,41 @@ pub fn start_shim(
     .map_err(|e| format!("start {}: {e}", binary.display()))
 }
 
+/// headroomd and headroom-shim on one node, as the DaemonSet pairs them (the shim reserving in
+/// headroomd's ledger, evicting through the Eviction API); both stop when this is dropped.
+pub struct Headroom {
+    pub daemon: Headroomd,
+    pub shim: LoggedChild,
+}
+
+/// Starts `headroomd` (without its probes: these runs are about the cluster) and then `shim`
+/// beside it for `node`, both as `kubeconfig`.
+pub fn start_headroom(
+    plane: &ControlPlane,
+    headroomd: &Path,
+    shim: &Path,
+    kubeconfig: &Path,
+    node: &str,
+) -> Result<Headroom, String> {
+    let daemon = start_headroomd(plane, headroomd, kubeconfig, node, &["--probes", "off"])?;
+    let socket = daemon.socket.display().to_string();
+    let shim = start_shim(
+        plane,
+        shim,
+        kubeconfig,
+        node,
+        &[
+            "--ledger",
+            "headroomd",
+            "--headroomd-socket",
+            &socket,
+            "--preemption",
+            "eviction",
+        ],
+    )?;
+    Ok(Headroom { daemon, shim })
+}
+
 /// The namespace, ServiceAccount and RBAC from `deploy/kubernetes/`, applied with kubectl, and
 /// a kubeconfig of that ServiceAccount.
 pub fn apply_rbac(plane: &ControlPlane, workspace: &Path) -> Result<PathBuf, String> {

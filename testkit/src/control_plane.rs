@@ -6,7 +6,6 @@
 //! own scheduler integration tests do.
 use std::{
     fs,
-    net::TcpListener,
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
     thread,
@@ -15,7 +14,10 @@ use std::{
 
 use thiserror::Error;
 
-use crate::{pki, supervisor::Supervisor};
+use crate::{
+    pki,
+    supervisor::{self, Supervisor},
+};
 
 /// The Kubernetes release the programs must be (`k8s/go.mod`).
 pub const KUBERNETES_VERSION: &str = "v1.37.2";
@@ -185,6 +187,13 @@ impl ControlPlane {
             return None;
         }
         serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// Whether the Pod `namespace/name` runs with its first container ready.
+    pub fn pod_running(&self, namespace: &str, name: &str) -> bool {
+        self.get_json("pod", namespace, name).is_some_and(|pod| {
+            pod["status"]["phase"] == "Running" && pod["status"]["containerStatuses"][0]["ready"] == true
+        })
     }
 
     /// The Events whose involved object is `name` in `namespace`, oldest first.
@@ -474,11 +483,7 @@ pub fn bin_dir() -> PathBuf {
 }
 
 fn free_port() -> Result<u16, ControlPlaneError> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| io("find a free port", source))?;
-    listener
-        .local_addr()
-        .map(|addr| addr.port())
-        .map_err(|source| io("find a free port", source))
+    supervisor::free_port().map_err(|source| io("find a free port", source))
 }
 
 pub(crate) enum Credentials {

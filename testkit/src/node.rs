@@ -13,7 +13,6 @@
 //! kernel settings the kubelet and the bridge plugin changed.
 use std::{
     fs,
-    net::TcpListener,
     os::unix::ffi::OsStrExt,
     path::{Path, PathBuf},
     process::Command,
@@ -27,7 +26,7 @@ use crate::{
     ControlPlane,
     control_plane::{Credentials, RESIZE_PREEMPTION_GATE, write_kubeconfig},
     images, pki,
-    supervisor::Supervisor,
+    supervisor::{self, Supervisor},
 };
 
 pub use crate::pki::NODE_NAME;
@@ -133,6 +132,7 @@ pub struct Node {
     registry: String,
     start_timeout: Duration,
     sysctls: Vec<(PathBuf, String)>,
+    kubelet_healthz_port: u16,
 }
 
 impl Node {
@@ -181,24 +181,54 @@ impl Node {
         images::push(&self.node_bin.join("crane"), &self.registry, layer, spec)
     }
 
-    /// The kubelet stopped (SIGKILL, as a crash ends it, or SIGTERM) and started again on the
-    /// same state; waits until the Node is Ready again.
-    pub fn restart_kubelet(&mut self, crash: bool, down: Duration) -> Result<(), NodeError> {
+    /// Stops the kubelet: SIGKILL, as a crash ends it, or SIGTERM. Its Pods keep running.
+    pub fn stop_kubelet(&mut self, crash: bool) {
         if crash {
             self.programs.kill("kubelet");
         } else {
             self.programs.stop("kubelet");
         }
-        thread::sleep(down);
-        self.start_kubelet()
     }
 
-    /// containerd stopped and started again on the same state (its shims, and so the Pods, keep
-    /// running); waits until it answers the CRI.
-    pub fn restart_containerd(&mut self, down: Duration) -> Result<(), NodeError> {
+    /// Stops containerd; its shims, and so the containers, keep running.
+    pub fn stop_containerd(&mut self) {
         self.programs.stop("containerd");
-        thread::sleep(down);
-        self.start_containerd()
+    }
+
+    /// Starts the kubelet (again) on the node's state and waits until it answers its health
+    /// check and the Node is Ready without taints.
+    pub fn start_kubelet(&mut self) -> Result<(), NodeError> {
+        let dir = self.kubelet_dir();
+        let mut cmd = Command::new(&self.kubelet_bin);
+        cmd.arg(format!("--config={}", dir.join("config.json").display()))
+            .arg(format!("--kubeconfig={}", dir.join("kubeconfig").display()))
+            .arg(format!("--root-dir={}", dir.display()))
+            .arg(format!("--cert-dir={}", dir.join("pki").display()))
+            .arg(format!("--hostname-override={NODE_NAME}"))
+            .arg("--v=2")
+            .env("PATH", self.path_env());
+        self.spawn("kubelet", &mut cmd)?;
+        // A restarted kubelet finds its Node still Ready: its own health check says it is back.
+        let healthz = format!("127.0.0.1:{}", self.kubelet_healthz_port);
+        self.wait_until(
+            "kubelet",
+            "its /healthz and the Node Ready without taints",
+            |node| http_ok(&healthz, "/healthz") && node.ready_and_untainted(),
+        )
+    }
+
+    /// Starts containerd (again) on the node's state and waits until it answers the CRI.
+    pub fn start_containerd(&mut self) -> Result<(), NodeError> {
+        let config = self.dir.path().join("containerd/config.toml");
+        let mut cmd = Command::new(self.node_bin.join("containerd"));
+        cmd.arg("--config").arg(&config).env("PATH", self.path_env());
+        self.spawn("containerd", &mut cmd)?;
+        self.wait_until("containerd", "`crictl info` to answer", |node| {
+            node.crictl()
+                .arg("info")
+                .output()
+                .is_ok_and(|out| out.status.success())
+        })
     }
 
     fn start_registry(&mut self) -> Result<(), NodeError> {
@@ -331,20 +361,7 @@ imports = []
         Ok(file)
     }
 
-    fn start_containerd(&mut self) -> Result<(), NodeError> {
-        let config = self.dir.path().join("containerd/config.toml");
-        let mut cmd = Command::new(self.node_bin.join("containerd"));
-        cmd.arg("--config").arg(&config).env("PATH", self.path_env());
-        self.spawn("containerd", &mut cmd)?;
-        self.wait_until("containerd", "`crictl info` to answer", |node| {
-            node.crictl()
-                .arg("info")
-                .output()
-                .is_ok_and(|out| out.status.success())
-        })
-    }
-
-    fn write_kubelet_config(&self, plane: &ControlPlane, options: &NodeOptions) -> Result<(), NodeError> {
+    fn write_kubelet_config(&mut self, plane: &ControlPlane, options: &NodeOptions) -> Result<(), NodeError> {
         let dir = self.kubelet_dir();
         fs::create_dir_all(&dir).map_err(io("create the kubelet's folder"))?;
         write_kubeconfig(
@@ -360,6 +377,7 @@ imports = []
             what: "write the kubelet's kubeconfig".to_string(),
             source: std::io::Error::other(e.to_string()),
         })?;
+        self.kubelet_healthz_port = free_port()?;
         let config = serde_json::json!({
             "apiVersion": "kubelet.config.k8s.io/v1beta1",
             "kind": "KubeletConfiguration",
@@ -367,7 +385,7 @@ imports = []
             "port": free_port()?,
             "readOnlyPort": 0,
             "healthzBindAddress": "127.0.0.1",
-            "healthzPort": free_port()?,
+            "healthzPort": self.kubelet_healthz_port,
             "authentication": {
                 "anonymous": {"enabled": false},
                 "webhook": {"enabled": true},
@@ -393,22 +411,6 @@ imports = []
             "serializeImagePulls": false,
         });
         fs::write(dir.join("config.json"), config.to_string()).map_err(io("write the kubelet's config"))
-    }
-
-    fn start_kubelet(&mut self) -> Result<(), NodeError> {
-        let dir = self.kubelet_dir();
-        let mut cmd = Command::new(&self.kubelet_bin);
-        cmd.arg(format!("--config={}", dir.join("config.json").display()))
-            .arg(format!("--kubeconfig={}", dir.join("kubeconfig").display()))
-            .arg(format!("--root-dir={}", dir.display()))
-            .arg(format!("--cert-dir={}", dir.join("pki").display()))
-            .arg(format!("--hostname-override={NODE_NAME}"))
-            .arg("--v=2")
-            .env("PATH", self.path_env());
-        self.spawn("kubelet", &mut cmd)?;
-        self.wait_until("kubelet", "the Node to be Ready without taints", |node| {
-            node.ready_and_untainted()
-        })
     }
 
     fn ready_and_untainted(&self) -> bool {
@@ -498,6 +500,21 @@ imports = []
     }
 }
 
+/// Whether `GET path` on `address` answers 200 (the kubelet's plain-HTTP health check).
+fn http_ok(address: &str, path: &str) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.0 200") || reply.starts_with("HTTP/1.1 200")
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -524,6 +541,37 @@ impl Drop for Node {
             let _ = fs::write(path, value);
         }
     }
+}
+
+#[derive(Debug, Error)]
+pub enum ClusterError {
+    #[error("the control plane: {0}")]
+    ControlPlane(#[from] crate::ControlPlaneError),
+    #[error("the node: {0}")]
+    Node(#[from] NodeError),
+}
+
+/// A one-node cluster: the control plane with kube-scheduler and the controllers a node needs,
+/// and a [`Node`] beside it; `resize_preemption` is the gate of both the scheduler and the
+/// kubelet (on: upstream preempts; off: headroom-shim's job).
+pub fn start_cluster(resize_preemption: bool) -> Result<(ControlPlane, Node), ClusterError> {
+    let plane = ControlPlane::start(crate::ControlPlaneOptions {
+        scheduler: Some(if resize_preemption {
+            crate::SchedulerGate::On
+        } else {
+            crate::SchedulerGate::Off
+        }),
+        node_controllers: true,
+        ..crate::ControlPlaneOptions::default()
+    })?;
+    let node = Node::start(
+        &plane,
+        NodeOptions {
+            resize_preemption_gate: resize_preemption,
+            ..NodeOptions::default()
+        },
+    )?;
+    Ok((plane, node))
 }
 
 /// [`Node::start`] with the node's programs taken from `node_bin` (the kubelet from the
@@ -576,6 +624,7 @@ pub fn start_with_bins(
         registry: String::new(),
         start_timeout: options.start_timeout,
         sysctls,
+        kubelet_healthz_port: 0,
     };
     node.start_registry()?;
     node.write_containerd_config()?;
@@ -685,11 +734,7 @@ fn has_capability(capability: u32) -> bool {
 }
 
 fn free_port() -> Result<u16, NodeError> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("find a free port"))?;
-    listener
-        .local_addr()
-        .map(|addr| addr.port())
-        .map_err(io("find a free port"))
+    supervisor::free_port().map_err(io("find a free port"))
 }
 
 fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> NodeError {

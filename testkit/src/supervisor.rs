@@ -150,6 +150,12 @@ fn terminate(child: &mut Child, signal: libc::c_int) {
     let _ = child.wait();
 }
 
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+pub(crate) fn free_port() -> io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
 /// The last `lines` lines of a file (empty when it cannot be read).
 pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();

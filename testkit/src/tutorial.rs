@@ -20,6 +20,17 @@ pub const DEMO_FILE: &str = "scheduler-shim/examples/preemption-demo-2cpu.yaml";
 /// The seed's resize at a quarter: 4 → 6 CPUs becomes 1 → 1500m.
 pub const RESIZE_PATCH: &str = r#"{"spec":{"containers":[{"name":"app", "resources":{"requests":{"cpu":"1500m"}, "limits":{"cpu":"1500m"}}}]}}"#;
 
+/// `kubectl ARGS` that asks for the resize.
+pub const RESIZE_ARGS: [&str; 7] = [
+    "patch",
+    "pod",
+    "high-priority-pod",
+    "--subresource",
+    "resize",
+    "--patch",
+    RESIZE_PATCH,
+];
+
 /// The CFS quota the resize ends at (1500m at the default 100 ms period).
 pub const RESIZED_QUOTA_US: i64 = 150_000;
 
@@ -100,24 +111,13 @@ pub fn run(
             node,
             &format!("{name} to run"),
             Duration::from_secs(120),
-            || running(plane, name).then_some(()),
+            || plane.pod_running("default", name).then_some(()),
         )?;
     }
     kubectl(&["get", "pods"], show)?;
 
     let patched = Instant::now();
-    kubectl(
-        &[
-            "patch",
-            "pod",
-            "high-priority-pod",
-            "--subresource",
-            "resize",
-            "--patch",
-            RESIZE_PATCH,
-        ],
-        show,
-    )?;
+    kubectl(&RESIZE_ARGS, show)?;
     // The kubelet defers (250m are left), the victim goes, the kubelet actuates.
     wait(
         plane,
@@ -185,13 +185,6 @@ pub fn run(
         low_priority_reasons,
         high_priority_reasons,
         patch_to_actuated,
-    })
-}
-
-/// Whether the Pod `default/name` runs with its first container ready.
-pub fn running(plane: &ControlPlane, name: &str) -> bool {
-    plane.get_json("pod", "default", name).is_some_and(|pod| {
-        pod["status"]["phase"] == "Running" && pod["status"]["containerStatuses"][0]["ready"] == true
     })
 }
 

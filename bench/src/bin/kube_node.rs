@@ -27,9 +27,9 @@ use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_comparison, write_json};
 use headroom_testkit::{
-    ControlPlane, ControlPlaneOptions, LoggedChild, Node, NodeOptions, SchedulerGate, beside,
-    node::NODE_NAME,
-    tutorial::{RESIZED_QUOTA_US, cpu_quota_us},
+    ControlPlane, Node, SchedulerGate, beside,
+    node::{NODE_NAME, start_cluster},
+    tutorial::{RESIZE_PATCH, RESIZED_QUOTA_US, cpu_quota_us},
 };
 use serde_json::Value;
 
@@ -55,20 +55,7 @@ fn main() -> Result<()> {
     let args = BenchArgs::parse_args();
     let (rounds, per_round) = if args.quick { (1, 2) } else { (4, 5) };
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut plane = ControlPlane::start(ControlPlaneOptions {
-        scheduler: Some(SchedulerGate::On),
-        node_controllers: true,
-        ..ControlPlaneOptions::default()
-    })
-    .context("start the real control plane")?;
-    let node = Node::start(
-        &plane,
-        NodeOptions {
-            resize_preemption_gate: true,
-            ..NodeOptions::default()
-        },
-    )
-    .context("start the real node")?;
+    let (mut plane, node) = start_cluster(true).context("start the real cluster")?;
     let kubeconfig = beside::apply_rbac(&plane, &workspace).map_err(anyhow::Error::msg)?;
     plane.kubectl_stdin(&["apply", "-f", "-"], &fixtures())?;
     let release = workspace.join("target/release");
@@ -84,40 +71,20 @@ fn main() -> Result<()> {
     let mut rep = 0usize;
     for round in 0..rounds {
         for path in [Preemptor::Headroom, Preemptor::Upstream] {
-            let mut running: Vec<LoggedChild> = Vec::new();
-            match path {
+            // Kept for the round: dropping it stops headroomd and the shim.
+            let _headroom = match path {
                 Preemptor::Headroom => {
                     plane.start_scheduler(SchedulerGate::Off)?;
-                    let daemon = beside::start_headroomd(
-                        &plane,
-                        &headroomd,
-                        &kubeconfig,
-                        NODE_NAME,
-                        &["--probes", "off"],
+                    Some(
+                        beside::start_headroom(&plane, &headroomd, &shim_bin, &kubeconfig, NODE_NAME)
+                            .map_err(anyhow::Error::msg)?,
                     )
-                    .map_err(anyhow::Error::msg)?;
-                    let socket = daemon.socket.display().to_string();
-                    running.push(daemon.process);
-                    running.push(
-                        beside::start_shim(
-                            &plane,
-                            &shim_bin,
-                            &kubeconfig,
-                            NODE_NAME,
-                            &[
-                                "--ledger",
-                                "headroomd",
-                                "--headroomd-socket",
-                                &socket,
-                                "--preemption",
-                                "eviction",
-                            ],
-                        )
-                        .map_err(anyhow::Error::msg)?,
-                    );
                 }
-                Preemptor::Upstream => plane.start_scheduler(SchedulerGate::On)?,
-            }
+                Preemptor::Upstream => {
+                    plane.start_scheduler(SchedulerGate::On)?;
+                    None
+                }
+            };
             // One unrecorded warm-up repetition: both paths are measured warm.
             for index in 0..=per_round {
                 rep += 1;
@@ -142,7 +109,6 @@ fn main() -> Result<()> {
                 }
                 clean_up(&plane, rep)?;
             }
-            drop(running);
         }
     }
     if !failures.is_empty() {
@@ -253,7 +219,10 @@ fn one_repetition(plane: &ControlPlane, node: &Node, rep: usize) -> Result<BTree
     let resizer = format!("resizer-{rep}");
     plane.kubectl_stdin(&["apply", "-f", "-"], &pods(rep))?;
     let deadline = Instant::now() + Duration::from_secs(90);
-    while !([&victim, &resizer].iter().all(|name| ready(plane, name))) {
+    while !([&victim, &resizer]
+        .iter()
+        .all(|name| plane.pod_running(NAMESPACE, name)))
+    {
         if Instant::now() > deadline {
             bail!("the Pods did not run; kubelet:\n{}", node.log_tail("kubelet", 20));
         }
@@ -276,7 +245,7 @@ fn one_repetition(plane: &ControlPlane, node: &Node, rep: usize) -> Result<BTree
         "--subresource",
         "resize",
         "--patch",
-        headroom_testkit::tutorial::RESIZE_PATCH,
+        RESIZE_PATCH,
     ])?;
     let started = Instant::now();
     let mut phases: BTreeMap<&'static str, Duration> = BTreeMap::new();
@@ -328,12 +297,6 @@ fn one_repetition(plane: &ControlPlane, node: &Node, rep: usize) -> Result<BTree
     Ok(phases)
 }
 
-fn ready(plane: &ControlPlane, name: &str) -> bool {
-    plane.get_json("pod", NAMESPACE, name).is_some_and(|pod| {
-        pod["status"]["phase"] == "Running" && pod["status"]["containerStatuses"][0]["ready"] == true
-    })
-}
-
 fn condition_reason<'a>(pod: &'a Value, kind: &str) -> Option<&'a str> {
     pod["status"]["conditions"]
         .as_array()?
@@ -374,7 +337,8 @@ fn watch_pods(plane: &ControlPlane) -> Result<(mpsc::Receiver<(Instant, Value)>,
 }
 
 fn clean_up(plane: &ControlPlane, rep: usize) -> Result<()> {
-    let _ = plane.kubectl_ok(&[
+    // `--wait` returns once both objects are gone from the API server.
+    plane.kubectl_ok(&[
         "delete",
         "pod",
         &format!("victim-{rep}"),
@@ -385,18 +349,13 @@ fn clean_up(plane: &ControlPlane, rep: usize) -> Result<()> {
         "--force",
         "--ignore-not-found",
         "--wait=true",
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let listed = plane.kubectl_ok(&["get", "pods", "-n", NAMESPACE, "-o", "name"])?;
-        if listed.trim().is_empty() {
-            // The kubelet has torn the sandboxes down before the next resize needs the room.
-            thread::sleep(Duration::from_millis(500));
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("repetition {rep}'s Pods were not removed: {listed}");
-        }
-        thread::sleep(Duration::from_millis(100));
+        "--timeout=60s",
+    ])?;
+    let listed = plane.kubectl_ok(&["get", "pods", "-n", NAMESPACE, "-o", "name"])?;
+    if !listed.trim().is_empty() {
+        bail!("repetition {rep}'s Pods were not removed: {listed}");
     }
+    // The kubelet tears the sandboxes down before the next resize needs the room.
+    thread::sleep(Duration::from_millis(500));
+    Ok(())
 }

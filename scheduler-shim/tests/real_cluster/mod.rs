@@ -55,6 +55,20 @@ pub fn headroomd_binary() -> PathBuf {
     binary
 }
 
+/// headroomd and the shim for the real node, as the DaemonSet pairs them, with this build's
+/// binaries and the DaemonSet's ServiceAccount (`deploy/kubernetes/` RBAC applied).
+pub fn start_headroom(plane: &ControlPlane) -> beside::Headroom {
+    let kubeconfig = beside::apply_rbac(plane, &workspace()).unwrap();
+    beside::start_headroom(
+        plane,
+        &headroomd_binary(),
+        Path::new(env!("CARGO_BIN_EXE_headroom-shim")),
+        &kubeconfig,
+        headroom_testkit::node::NODE_NAME,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// headroomd for `node` (`headroom_testkit::beside::start_headroomd`): its process, socket, log.
 pub fn start_headroomd(
     plane: &ControlPlane,

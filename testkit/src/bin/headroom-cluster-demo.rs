@@ -8,8 +8,8 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use headroom_testkit::{
-    ControlPlane, ControlPlaneOptions, Node, NodeOptions, SchedulerGate, beside,
-    node::NODE_NAME,
+    beside,
+    node::{NODE_NAME, start_cluster},
     tutorial::{self, reporter},
 };
 
@@ -72,53 +72,20 @@ fn run(args: &Args, preemptor: Preemptor) -> Result<(), String> {
          (low-priority-pod 750m, high-priority-pod 1 → 1500m; {}).",
         tutorial::DEMO_FILE
     );
-    let plane = ControlPlane::start(ControlPlaneOptions {
-        scheduler: Some(if upstream {
-            SchedulerGate::On
-        } else {
-            SchedulerGate::Off
-        }),
-        node_controllers: true,
-        ..ControlPlaneOptions::default()
-    })
-    .map_err(|e| format!("the control plane: {e}"))?;
-    let node = Node::start(
-        &plane,
-        NodeOptions {
-            resize_preemption_gate: upstream,
-            ..NodeOptions::default()
-        },
-    )
-    .map_err(|e| format!("the node: {e}"))?;
-    // Kept until the run ends: dropping them stops the programs.
-    let mut _beside = Vec::new();
-    if !upstream {
+    let (plane, node) = start_cluster(upstream).map_err(|e| e.to_string())?;
+    // Kept until the run ends: dropping it stops headroomd and the shim.
+    let _headroom = if upstream {
+        None
+    } else {
         let kubeconfig = beside::apply_rbac(&plane, &args.workspace)?;
-        let daemon = beside::start_headroomd(
+        Some(beside::start_headroom(
             &plane,
             &args.headroomd,
-            &kubeconfig,
-            NODE_NAME,
-            &["--probes", "off"],
-        )?;
-        let socket = daemon.socket.display().to_string();
-        let shim = beside::start_shim(
-            &plane,
             &args.shim,
             &kubeconfig,
             NODE_NAME,
-            &[
-                "--ledger",
-                "headroomd",
-                "--headroomd-socket",
-                &socket,
-                "--preemption",
-                "eviction",
-            ],
-        )?;
-        _beside.push(daemon.process);
-        _beside.push(shim);
-    }
+        )?)
+    };
     let outcome = tutorial::run(&plane, &node, &args.workspace, &mut |command, output| {
         println!("\n$ {command}\n{}", output.trim_end());
     })
