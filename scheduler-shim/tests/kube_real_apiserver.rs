@@ -101,25 +101,10 @@ fn events_of(plane: &ControlPlane, name: &str) -> Vec<Value> {
 }
 
 /// Polls `probe` until it returns `Some`, or fails with the shim's log.
-fn wait_for<T>(
-    shim: &real_cluster::Shim,
-    what: &str,
-    timeout: Duration,
-    mut probe: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        if Instant::now() > deadline {
-            panic!(
-                "timed out after {timeout:?} waiting for {what}; headroom-shim's log:\n{}",
-                shim.log()
-            );
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
+fn wait_for<T>(shim: &Shim, what: &str, timeout: Duration, probe: impl FnMut() -> Option<T>) -> T {
+    real_cluster::wait_for(what, timeout, probe, || {
+        format!("headroom-shim's log:\n{}", shim.log())
+    })
 }
 
 #[test]

@@ -88,21 +88,15 @@ fn wait_until<T>(
     headroom: &Headroom,
     what: &str,
     timeout: Duration,
-    mut probe: impl FnMut() -> Option<T>,
+    probe: impl FnMut() -> Option<T>,
 ) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}\nkubelet:\n{}\nheadroom-shim:\n{}",
+    real_cluster::wait_for(what, timeout, probe, || {
+        format!(
+            "kubelet:\n{}\nheadroom-shim:\n{}",
             node.log_tail("kubelet", 30),
             headroom.shim.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        )
+    })
 }
 
 fn patch_the_resize(plane: &ControlPlane) {

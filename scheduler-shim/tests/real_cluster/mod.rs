@@ -1,7 +1,10 @@
 //! What the tests against a real cluster (`kube_real_apiserver.rs`, `kube_real_node.rs`) start
 //! beside it (`headroom_testkit::beside`), with this build's binaries.
 #![allow(dead_code)] // each test binary uses a part of it
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
 
 use headroom_testkit::{ControlPlane, LoggedChild, beside};
 
@@ -79,4 +82,26 @@ pub fn start_headroomd(
     let daemon = beside::start_headroomd(plane, &headroomd_binary(), kubeconfig, node, extra)
         .unwrap_or_else(|e| panic!("{e}"));
     (daemon.process, daemon.socket, daemon.log)
+}
+
+/// Polls `probe` every 50 ms until it returns `Some`; after `timeout`, fails naming `what`, with
+/// `logs()` (the programs' log tails that say why).
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+    logs: impl Fn() -> String,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
