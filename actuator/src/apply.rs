@@ -248,11 +248,11 @@ fn lock_roots(roots: &Roots) -> Result<Vec<nix::fcntl::Flock<std::fs::File>>, Ac
                 });
             }
         };
-        let lock = crate::intent::lock_exclusive(dir).map_err(|source| match source.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => ActuateError::RootLocked {
+        let lock = crate::intent::lock_exclusive(dir).map_err(|e| match e {
+            crate::intent::LockError::Held => ActuateError::RootLocked {
                 path: root.to_path_buf(),
             },
-            _ => ActuateError::RootLock {
+            crate::intent::LockError::Io(source) => ActuateError::RootLock {
                 path: root.to_path_buf(),
                 source,
             },

@@ -213,9 +213,9 @@ impl IntentLog {
             path: dir.into(),
             source,
         })?;
-        let dir_handle = lock_exclusive(dir_handle).map_err(|source| match source.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => IntentError::Locked { path: dir.into() },
-            _ => IntentError::Dir {
+        let dir_handle = lock_exclusive(dir_handle).map_err(|e| match e {
+            LockError::Held => IntentError::Locked { path: dir.into() },
+            LockError::Io(source) => IntentError::Dir {
                 path: dir.into(),
                 source,
             },
@@ -453,8 +453,18 @@ impl IntentLog {
 /// `flock(LOCK_EX | LOCK_NB)`: held as long as the returned handle is open, and released by the
 /// kernel when the process dies however it dies, so a SIGKILLed predecessor never leaves it
 /// stale (a lock file with a pid in it would).
-pub(crate) fn lock_exclusive(file: File) -> io::Result<Flock<File>> {
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| io::Error::from(errno))
+pub(crate) fn lock_exclusive(file: File) -> Result<Flock<File>, LockError> {
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| match errno {
+        nix::errno::Errno::EWOULDBLOCK => LockError::Held,
+        other => LockError::Io(io::Error::from(other)),
+    })
+}
+
+/// Why [`lock_exclusive`] failed.
+pub(crate) enum LockError {
+    /// Another open file holds the lock: another actuator on the same directory.
+    Held,
+    Io(io::Error),
 }
 
 /// Whether `path` (not followed) is still the file `file` has open.

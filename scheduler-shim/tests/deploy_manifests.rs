@@ -230,7 +230,7 @@ fn daemonset_runs_both_containers_with_least_privilege() {
         .add
         .clone()
         .unwrap();
-    assert_eq!(added, ["BPF", "PERFMON", "SYS_RESOURCE"]);
+    assert_eq!(added, ["BPF", "PERFMON"]);
     let shim = &pod.containers[1];
     assert_eq!(
         shim.security_context
@@ -337,34 +337,8 @@ fn daemonset_runs_both_containers_with_least_privilege() {
 
 // === Helm ===
 
-/// The Helm that `cargo xtask test` builds from its Go module (`k8s/helm/`): `HEADROOM_HELM`, else
-/// where xtask puts it. Missing is a failure, never a skip.
-fn helm_binary() -> PathBuf {
-    let path = std::env::var_os("HEADROOM_HELM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| deploy_dir().join("../target/helm/v3.22.0/helm"));
-    assert!(
-        path.is_file(),
-        "no helm at {} (run `cargo xtask build-helm`, or set HEADROOM_HELM)",
-        path.display()
-    );
-    path
-}
-
 fn helm(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(helm_binary())
-        .args(args)
-        .env(
-            "HELM_CACHE_HOME",
-            std::env::temp_dir().join("headroom-helm-cache"),
-        )
-        .env(
-            "HELM_CONFIG_HOME",
-            std::env::temp_dir().join("headroom-helm-config"),
-        )
-        .env("HELM_DATA_HOME", std::env::temp_dir().join("headroom-helm-data"))
-        .output()
-        .unwrap()
+    headroom_testkit::helm::command().args(args).output().unwrap()
 }
 
 /// `helm template` of the chart with `extra` flags; the rendered YAML text.

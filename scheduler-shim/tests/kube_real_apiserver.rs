@@ -26,8 +26,12 @@ const NODE: &str = "kind-control-plane";
 /// The control plane with headroom's namespace, ServiceAccount and RBAC applied, and the seed's
 /// cluster loaded.
 fn seed_cluster() -> ControlPlane {
-    let plane = ControlPlane::start(ControlPlaneOptions::default())
-        .unwrap_or_else(|e| panic!("the real control plane must start: {e}"));
+    seed_cluster_with(ControlPlaneOptions::default())
+}
+
+fn seed_cluster_with(options: ControlPlaneOptions) -> ControlPlane {
+    let plane =
+        ControlPlane::start(options).unwrap_or_else(|e| panic!("the real control plane must start: {e}"));
     let deploy = workspace().join("deploy/kubernetes");
     for manifest in ["namespace.yaml", "rbac.yaml"] {
         let path = deploy.join(manifest);
@@ -532,6 +536,129 @@ fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
             "{system} was evicted"
         );
     }
+}
+
+/// etcd goes away with the resize Deferred, and the shim starts during the outage: whatever it
+/// gets from the API server's cache, it cannot evict until etcd is back; then it evicts the
+/// victim exactly once and nobody else, and keeps running.
+#[test]
+fn etcd_stopping_under_a_deferred_resize_evicts_the_victim_once_after_it_returns() {
+    let mut plane = seed_cluster();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    defer_the_seed_resize(&plane);
+    plane.stop("etcd");
+    let mut shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
+    thread::sleep(Duration::from_secs(8));
+    assert!(
+        shim.process.try_wait().unwrap().is_none(),
+        "the shim exited while etcd was away:\n{}",
+        shim.log()
+    );
+    plane.start_etcd_again().unwrap();
+    wait_for(
+        &shim,
+        "low-priority-pod to be evicted once etcd is back",
+        Duration::from_secs(90),
+        || {
+            pod(&plane, "default", "low-priority-pod")
+                .filter(|p| p.pointer("/metadata/deletionTimestamp").is_some())
+        },
+    );
+    wait_for(&shim, "the Preempted event", Duration::from_secs(30), || {
+        (preempted_events(&plane, "low-priority-pod") > 0).then_some(())
+    });
+    // Several resyncs later, still one eviction.
+    thread::sleep(Duration::from_secs(5));
+    let metrics = shim.metrics();
+    println!(
+        "after the etcd outage: {}",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("headroom_shim_watch") || l.starts_with("headroom_shim_preemption"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    assert_eq!(
+        preempted_events(&plane, "low-priority-pod"),
+        1,
+        "the victim was evicted more than once; headroom-shim's log:\n{}",
+        shim.log()
+    );
+    assert_eq!(
+        real_cluster::sample(&metrics, "headroom_shim_victims_total{mode=\"eviction\"}"),
+        Some(1.0),
+        "the shim counts one victim:\n{metrics}"
+    );
+    assert!(
+        pod(&plane, "default", "high-priority-pod")
+            .unwrap()
+            .pointer("/metadata/deletionTimestamp")
+            .is_none(),
+        "the resizing Pod was evicted"
+    );
+    assert!(
+        shim.process.try_wait().unwrap().is_none(),
+        "the shim exited:\n{}",
+        shim.log()
+    );
+}
+
+/// The shim's watches resume after an API server restart from a resource version etcd has
+/// compacted away (`--etcd-compaction-interval=2s`, writes in between): the API server answers
+/// 410 Gone, the shim says so, re-lists (its log and `headroom_shim_watch_lists_total`), and
+/// then decides on the fresh list: the victim is evicted once.
+#[test]
+fn a_watch_expired_with_410_gone_is_relisted_and_the_shim_decides_on_the_fresh_list() {
+    let mut plane = seed_cluster_with(ControlPlaneOptions {
+        apiserver_args: vec!["--etcd-compaction-interval=2s".to_string()],
+        ..ControlPlaneOptions::default()
+    });
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
+    wait_for(&shim, "the shim's first lists", Duration::from_secs(20), || {
+        let metrics = shim.metrics();
+        (real_cluster::sample(&metrics, "headroom_shim_watch_lists_total{resource=\"pods\"}") == Some(1.0))
+            .then_some(())
+    });
+    // Revisions past everything the shim has seen, then compacted away.
+    for i in 0..5 {
+        plane
+            .kubectl_ok(&["create", "configmap", &format!("revision-{i}"), "-n", "default"])
+            .unwrap();
+    }
+    thread::sleep(Duration::from_secs(6));
+    plane.restart_apiserver(Duration::from_secs(1)).unwrap();
+    wait_for(
+        &shim,
+        "the shim to re-list its Pods",
+        Duration::from_secs(60),
+        || {
+            let metrics = shim.metrics();
+            (real_cluster::sample(&metrics, "headroom_shim_watch_lists_total{resource=\"pods\"}")
+                >= Some(2.0))
+            .then_some(())
+        },
+    );
+    let log = shim.log();
+    assert!(
+        log.contains("410") || log.contains("too old resource version") || log.contains("Expired"),
+        "the re-list followed a 410 Gone, which the shim logged:\n{log}"
+    );
+    assert!(
+        log.contains("re-listed: in step again"),
+        "the shim says it is in step:\n{log}"
+    );
+
+    defer_the_seed_resize(&plane);
+    wait_for(&shim, "the Preempted event", Duration::from_secs(60), || {
+        (preempted_events(&plane, "low-priority-pod") > 0).then_some(())
+    });
+    thread::sleep(Duration::from_secs(3));
+    assert_eq!(preempted_events(&plane, "low-priority-pod"), 1, "{}", shim.log());
 }
 
 /// The seed's resize with the shim evicting through the Eviction API, when the API server

@@ -1,11 +1,14 @@
 //! etcd, kube-apiserver, kube-controller-manager and (optionally) kube-scheduler, the real
 //! upstream programs, on 127.0.0.1 with a throw-away data directory and PKI. Dropping the
-//! [`ControlPlane`] stops every component and removes the directory.
+//! [`ControlPlane`] stops every component and removes the directory. With a node whose Pods talk
+//! to the API server (headroom's DaemonSet), kube-apiserver listens on the Pod bridge's gateway
+//! instead, an address on a bridge of the tests' own that leads nowhere beyond this host.
 //!
 //! No kubelet runs: a test plays the node's part by writing Pod status itself, as upstream's
 //! own scheduler integration tests do.
 use std::{
     fs,
+    net::Ipv4Addr,
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
     thread,
@@ -81,6 +84,12 @@ pub struct ControlPlaneOptions {
     /// (every Pod's service-account volume mounts `kube-root-ca.crt`), DaemonSets, ReplicaSets,
     /// Deployments and Pod garbage collection.
     pub node_controllers: bool,
+    /// The address kube-apiserver listens on and advertises: 127.0.0.1, or the gateway of the
+    /// node's Pod bridge when Pods must reach it (see [`crate::node::PodBridge`]).
+    pub apiserver_address: Ipv4Addr,
+    /// More kube-apiserver flags (e.g. `--etcd-compaction-interval=2s`, so that a watch can be
+    /// made to expire).
+    pub apiserver_args: Vec<String>,
     /// How long each component may take to become ready.
     pub start_timeout: Duration,
 }
@@ -91,6 +100,8 @@ impl Default for ControlPlaneOptions {
             scheduler: None,
             controller_manager: true,
             node_controllers: false,
+            apiserver_address: Ipv4Addr::LOCALHOST,
+            apiserver_args: Vec::new(),
             start_timeout: Duration::from_secs(90),
         }
     }
@@ -106,6 +117,10 @@ pub struct ControlPlane {
     admin_kubeconfig: PathBuf,
     start_timeout: Duration,
     apiserver_port: u16,
+    apiserver_address: Ipv4Addr,
+    apiserver_args: Vec<String>,
+    /// etcd's client and peer ports, kept across its restarts.
+    etcd_ports: (u16, u16),
     /// Set once etcd runs.
     etcd_url: String,
 }
@@ -116,7 +131,7 @@ impl ControlPlane {
         start_with_bin(&bin_dir(), options)
     }
 
-    /// `https://127.0.0.1:PORT`.
+    /// `https://ADDRESS:PORT` ([`ControlPlaneOptions::apiserver_address`]).
     pub fn server(&self) -> &str {
         &self.server
     }
@@ -270,9 +285,24 @@ impl ControlPlane {
         self.start_apiserver()
     }
 
+    /// Starts etcd again (after `stop("etcd")`) on the same ports and data, and waits until
+    /// kube-apiserver is ready on it. While etcd is away the API server stays up and its clients
+    /// see an etcd outage: writes and consistent reads fail or hang, watches go quiet.
+    pub fn start_etcd_again(&mut self) -> Result<(), ControlPlaneError> {
+        self.start_etcd()?;
+        self.wait_until_ready("kube-apiserver", |plane| {
+            plane.kubectl_succeeds(&["get", "--raw=/readyz", "--request-timeout=2s"])
+        })
+    }
+
     fn start_etcd_and_apiserver(&mut self) -> Result<(), ControlPlaneError> {
-        let client_port = free_port()?;
-        let peer_port = free_port()?;
+        self.etcd_ports = (free_port()?, free_port()?);
+        self.start_etcd()?;
+        self.start_apiserver()
+    }
+
+    fn start_etcd(&mut self) -> Result<(), ControlPlaneError> {
+        let (client_port, peer_port) = self.etcd_ports;
         let etcd_url = format!("http://127.0.0.1:{client_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let mut etcd = Command::new(self.bin.join("etcd"));
@@ -287,7 +317,7 @@ impl ControlPlane {
             .arg("--log-level=warn");
         self.spawn("etcd", &mut etcd)?;
         self.etcd_url = etcd_url;
-        self.start_apiserver()
+        Ok(())
     }
 
     fn start_apiserver(&mut self) -> Result<(), ControlPlaneError> {
@@ -297,8 +327,8 @@ impl ControlPlane {
         let mut apiserver = Command::new(self.bin.join("kube-apiserver"));
         apiserver
             .arg(format!("--etcd-servers={etcd_url}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--bind-address={}", self.apiserver_address))
+            .arg(format!("--advertise-address={}", self.apiserver_address))
             .arg(format!("--secure-port={apiserver_port}"))
             .arg(format!("--cert-dir={}", file("apiserver-certs")))
             .arg(format!("--tls-cert-file={}", file(pki::SERVING_CERT)))
@@ -317,7 +347,8 @@ impl ControlPlane {
             .arg("--authorization-mode=Node,RBAC")
             .arg("--endpoint-reconciler-type=none")
             .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}=true"))
-            .arg("--profiling=false");
+            .arg("--profiling=false")
+            .args(&self.apiserver_args);
         self.spawn("kube-apiserver", &mut apiserver)?;
         self.wait_until_ready("kube-apiserver", |plane| {
             plane.kubectl_succeeds(&["get", "--raw=/readyz", "--request-timeout=2s"])
@@ -437,9 +468,9 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
         .prefix("headroom-control-plane-")
         .tempdir()
         .map_err(|source| io("create the control plane's directory", source))?;
-    pki::write(dir.path())?;
+    pki::write(dir.path(), options.apiserver_address)?;
     let apiserver_port = free_port()?;
-    let server = format!("https://127.0.0.1:{apiserver_port}");
+    let server = format!("https://{}:{apiserver_port}", options.apiserver_address);
     let admin_kubeconfig = dir.path().join("admin.kubeconfig");
     write_kubeconfig(
         &admin_kubeconfig,
@@ -458,6 +489,9 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
         admin_kubeconfig,
         start_timeout: options.start_timeout,
         apiserver_port,
+        apiserver_address: options.apiserver_address,
+        apiserver_args: options.apiserver_args.clone(),
+        etcd_ports: (0, 0),
         etcd_url: String::new(),
     };
     plane.start_etcd_and_apiserver()?;

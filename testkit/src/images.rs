@@ -27,6 +27,9 @@ pub struct ImageSpec<'a> {
     pub repository: &'a str,
     pub entrypoint: &'a [&'a str],
     pub cmd: &'a [&'a str],
+    /// `uid:gid`, or empty for root.
+    pub user: &'a str,
+    pub labels: &'a [(&'a str, &'a str)],
 }
 
 /// A web server standing in for nginx: busybox's httpd on port 80, stopping at once on SIGTERM
@@ -35,6 +38,8 @@ pub const NGINX: ImageSpec<'static> = ImageSpec {
     repository: "library/nginx:latest",
     entrypoint: &["/bin/sh", "-c"],
     cmd: &["trap 'exit 0' TERM; httpd -f -p 80 -h /www & wait"],
+    user: "",
+    labels: &[],
 };
 
 /// The sandbox: sleeps until SIGTERM.
@@ -42,6 +47,8 @@ pub const PAUSE: ImageSpec<'static> = ImageSpec {
     repository: "pause:3.10.2",
     entrypoint: &["/bin/sh", "-c"],
     cmd: &["trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"],
+    user: "",
+    labels: &[],
 };
 
 /// busybox itself (`busybox:latest`), for Pods that name their own command.
@@ -49,7 +56,117 @@ pub const BUSYBOX_IMAGE: ImageSpec<'static> = ImageSpec {
     repository: "library/busybox:latest",
     entrypoint: &[],
     cmd: &["/bin/sh"],
+    user: "",
+    labels: &[],
 };
+
+/// headroom's own image, as `Containerfile` describes it: the three binaries on glibc and
+/// libgcc only, user 65532 by default (the DaemonSet chooses uid 0 deliberately).
+pub const HEADROOM: ImageSpec<'static> = ImageSpec {
+    repository: "headroom/headroom:0.1.0",
+    entrypoint: &["/usr/local/bin/headroomd"],
+    cmd: &[],
+    user: "65532:65532",
+    labels: &[
+        ("org.opencontainers.image.title", "headroom"),
+        ("org.opencontainers.image.licenses", "MIT OR Apache-2.0"),
+    ],
+};
+
+/// The reference the DaemonSet in `deploy/` names ([`HEADROOM`] in the node's registry, which
+/// containerd mirrors for `example.invalid`).
+pub const HEADROOM_REFERENCE: &str = "example.invalid/headroom/headroom:0.1.0";
+
+/// The programs in [`HEADROOM`].
+pub const HEADROOM_PROGRAMS: &[&str] = &["headroomd", "headroom-shim", "headroomctl"];
+
+/// The layer of [`HEADROOM`], from the binaries in `release` (`cargo xtask build`) and the
+/// licence texts in `workspace` (binutils' `strip` drops their debug information): what
+/// Containerfile's second stage copies onto distroless `cc`,
+/// written here without a container engine. The shared libraries are the ones `ldd` names
+/// (glibc, libgcc, the loader), copied from this machine: Debian's, as in distroless.
+pub fn headroom_layer(release: &Path, workspace: &Path, dir: &Path) -> Result<PathBuf, NodeError> {
+    let rootfs = dir.join("headroom-rootfs");
+    let io = |what: String| move |source| NodeError::Io { what, source };
+    let bin = rootfs.join("usr/local/bin");
+    for sub in ["usr/local/bin", "etc", "tmp", "usr/share/doc/headroom"] {
+        fs::create_dir_all(rootfs.join(sub)).map_err(io(format!("create rootfs/{sub}")))?;
+    }
+    let mut libraries = std::collections::BTreeSet::new();
+    for program in HEADROOM_PROGRAMS {
+        let source = release.join(program);
+        if !source.is_file() {
+            return Err(NodeError::Missing {
+                what: (*program).to_string(),
+                path: source,
+                how: "run `cargo xtask build`".to_string(),
+            });
+        }
+        // Debug information stays out, as in a release image (a debug build is 5× larger).
+        run(
+            Command::new("strip")
+                .arg("--strip-debug")
+                .arg("-o")
+                .arg(bin.join(program))
+                .arg(&source),
+            &format!("strip {program} into the image"),
+        )?;
+        let output = Command::new("ldd")
+            .arg(&source)
+            .output()
+            .map_err(io(format!("ldd {program}")))?;
+        libraries.extend(ldd_paths(&String::from_utf8_lossy(&output.stdout)));
+    }
+    for library in &libraries {
+        let target = rootfs.join(library.strip_prefix("/").unwrap_or(library));
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+        }
+        // fs::copy follows the symlink: the image holds the file under the name ldd resolved.
+        fs::copy(library, &target).map_err(io(format!("copy {}", library.display())))?;
+    }
+    for licence in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        fs::copy(
+            workspace.join(licence),
+            rootfs.join("usr/share/doc/headroom").join(licence),
+        )
+        .map_err(io(format!("copy {licence}")))?;
+    }
+    fs::write(
+        rootfs.join("etc/passwd"),
+        "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
+    )
+    .map_err(io("write etc/passwd".to_string()))?;
+    let layer = dir.join("headroom-layer.tar");
+    tar(&rootfs, &layer, "headroom")?;
+    Ok(layer)
+}
+
+/// The absolute paths in `ldd`'s output (`libc.so.6 => /lib/... (0x…)`, `/lib64/ld-… (0x…)`).
+fn ldd_paths(output: &str) -> Vec<PathBuf> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let path = line.split("=>").last()?.split_whitespace().next()?;
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect()
+}
+
+fn tar(rootfs: &Path, layer: &Path, what: &str) -> Result<(), NodeError> {
+    run(
+        Command::new("tar")
+            .arg("--numeric-owner")
+            .arg("--owner=0")
+            .arg("--group=0")
+            .arg("-C")
+            .arg(rootfs)
+            .arg("-cf")
+            .arg(layer)
+            .arg("."),
+        &format!("tar the {what} root filesystem"),
+    )
+}
 
 /// The applets linked in `/bin` of every image (what tests and shells use).
 const APPLETS: &[&str] = &[
@@ -83,18 +200,7 @@ pub fn busybox_layer(dir: &Path) -> Result<PathBuf, NodeError> {
     fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/:/bin/sh\n")
         .map_err(io("write etc/passwd".to_string()))?;
     let layer = dir.join("busybox-layer.tar");
-    run(
-        Command::new("tar")
-            .arg("--numeric-owner")
-            .arg("--owner=0")
-            .arg("--group=0")
-            .arg("-C")
-            .arg(&rootfs)
-            .arg("-cf")
-            .arg(&layer)
-            .arg("."),
-        "tar the busybox root filesystem",
-    )?;
+    tar(&rootfs, &layer, "busybox")?;
     Ok(layer)
 }
 
@@ -121,11 +227,19 @@ pub fn push(crane: &Path, registry: &str, layer: &Path, spec: &ImageSpec<'_>) ->
     if !spec.entrypoint.is_empty() {
         mutate.arg(format!("--entrypoint={}", spec.entrypoint.join(",")));
     }
-    mutate.arg(format!("--cmd={}", spec.cmd.join(",")));
+    if !spec.cmd.is_empty() {
+        mutate.arg(format!("--cmd={}", spec.cmd.join(",")));
+    }
+    if !spec.user.is_empty() {
+        mutate.arg(format!("--user={}", spec.user));
+    }
+    for (key, value) in spec.labels {
+        mutate.arg(format!("--label={key}={value}"));
+    }
     run(&mut mutate, &format!("crane mutate {reference}"))
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
     let output = cmd.output().map_err(|source| NodeError::Io {
         what: what.to_string(),
         source,
@@ -138,5 +252,24 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
             status: output.status.to_string(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_gives_every_resolved_library_and_the_loader() {
+        let output = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
+        assert_eq!(
+            ldd_paths(output),
+            [
+                "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
+            .map(PathBuf::from)
+        );
     }
 }

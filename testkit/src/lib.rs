@@ -14,6 +14,7 @@ pub mod control_plane;
 pub mod gate;
 #[cfg(feature = "headroomd")]
 pub mod headroomd;
+pub mod helm;
 pub mod images;
 pub mod node;
 mod pki;

@@ -13,6 +13,7 @@
 //! kernel settings the kubelet and the bridge plugin changed.
 use std::{
     fs,
+    net::Ipv4Addr,
     os::unix::ffi::OsStrExt,
     path::{Path, PathBuf},
     process::Command,
@@ -37,6 +38,8 @@ pub const CONTAINERD_VERSION: &str = "v2.4.2";
 /// The bridge the CNI plugin makes for the node's Pods.
 pub const BRIDGE: &str = "hr-cni0";
 const POD_SUBNET: &str = "10.244.77.0/24";
+/// The host's address on [`BRIDGE`] (the subnet's gateway, never given to a Pod).
+pub const POD_GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 244, 77, 1);
 
 /// Programs of `cargo xtask build-node` (`target/node/<containerd version>/`).
 const NODE_PROGRAMS: &[&str] = &[
@@ -133,6 +136,52 @@ pub struct Node {
     start_timeout: Duration,
     sysctls: Vec<(PathBuf, String)>,
     kubelet_healthz_port: u16,
+    /// Set by [`start_cluster`]: the bridge it made before the control plane.
+    bridge: Option<PodBridge>,
+    /// Whether this node mounted bpffs (then it unmounts it when dropped).
+    mounted_bpffs: bool,
+}
+
+/// Where systemd mounts bpffs on every distribution's node.
+const BPFFS: &str = "/sys/fs/bpf";
+
+/// Whether `path` is a mount point (in this mount namespace).
+fn is_mount_point(path: &str) -> bool {
+    fs::read_to_string("/proc/self/mountinfo")
+        .is_ok_and(|info| info.lines().any(|line| line.split(' ').nth(4) == Some(path)))
+}
+
+/// The Pods' bridge made ahead of the CNI plugin (which adopts an existing bridge and its
+/// gateway address), so that kube-apiserver can listen on [`POD_GATEWAY`] before the first Pod
+/// exists: this node has no kube-proxy, and its Pods (headroom's DaemonSet) reach the API server
+/// there, as on a kube-proxy-less node. Removed when dropped.
+pub struct PodBridge(());
+
+impl PodBridge {
+    pub fn create() -> Result<PodBridge, NodeError> {
+        // A bridge left by a killed run would refuse the address.
+        delete_bridge();
+        let bridge = PodBridge(());
+        let gateway = format!("{POD_GATEWAY}/24");
+        for args in [
+            &["link", "add", BRIDGE, "type", "bridge"][..],
+            &["addr", "add", &gateway, "dev", BRIDGE],
+            &["link", "set", BRIDGE, "up"],
+        ] {
+            images::run(Command::new("ip").args(args), &format!("ip {}", args.join(" ")))?;
+        }
+        Ok(bridge)
+    }
+}
+
+impl Drop for PodBridge {
+    fn drop(&mut self) {
+        delete_bridge();
+    }
+}
+
+fn delete_bridge() {
+    let _ = Command::new("ip").args(["link", "delete", BRIDGE]).output();
 }
 
 impl Node {
@@ -229,6 +278,37 @@ impl Node {
                 .output()
                 .is_ok_and(|out| out.status.success())
         })
+    }
+
+    /// bpffs at /sys/fs/bpf with shared propagation, as systemd leaves every node: a Pod that
+    /// mounts it `HostToContainer` (headroom's DaemonSet does) is refused by containerd when the
+    /// host's mount is private ("is mounted on /sys but it is not a shared or slave mount"), and
+    /// this machine boots without systemd, /sys private and no bpffs.
+    fn mount_bpffs(&mut self) -> Result<(), NodeError> {
+        use nix::mount::{MsFlags, mount};
+        let failed = |what: &str, e: nix::errno::Errno| NodeError::Io {
+            what: format!("{what} {BPFFS}"),
+            source: std::io::Error::from(e),
+        };
+        if !is_mount_point(BPFFS) {
+            mount(
+                Some("bpf"),
+                BPFFS,
+                Some("bpf"),
+                MsFlags::empty(),
+                Some("mode=0700"),
+            )
+            .map_err(|e| failed("mount bpffs on", e))?;
+            self.mounted_bpffs = true;
+        }
+        mount(
+            None::<&str>,
+            BPFFS,
+            None::<&str>,
+            MsFlags::MS_SHARED,
+            None::<&str>,
+        )
+        .map_err(|e| failed("make shared", e))
     }
 
     fn start_registry(&mut self) -> Result<(), NodeError> {
@@ -535,7 +615,10 @@ impl Drop for Node {
         self.kill_leftover_shims();
         unmount_under(self.dir.path());
         remove_kubepods_cgroups();
-        let _ = Command::new("ip").args(["link", "delete", BRIDGE]).output();
+        delete_bridge();
+        if self.mounted_bpffs {
+            let _ = nix::mount::umount2(BPFFS, nix::mount::MntFlags::MNT_DETACH);
+        }
         remove_container_log_links(self.dir.path());
         for (path, value) in &self.sysctls {
             let _ = fs::write(path, value);
@@ -555,7 +638,9 @@ pub enum ClusterError {
 /// and a [`Node`] beside it; `resize_preemption` is the gate of both the scheduler and the
 /// kubelet (on: upstream preempts; off: headroom-shim's job).
 pub fn start_cluster(resize_preemption: bool) -> Result<(ControlPlane, Node), ClusterError> {
+    let bridge = PodBridge::create()?;
     let plane = ControlPlane::start(crate::ControlPlaneOptions {
+        apiserver_address: POD_GATEWAY,
         scheduler: Some(if resize_preemption {
             crate::SchedulerGate::On
         } else {
@@ -564,13 +649,14 @@ pub fn start_cluster(resize_preemption: bool) -> Result<(ControlPlane, Node), Cl
         node_controllers: true,
         ..crate::ControlPlaneOptions::default()
     })?;
-    let node = Node::start(
+    let mut node = Node::start(
         &plane,
         NodeOptions {
             resize_preemption_gate: resize_preemption,
             ..NodeOptions::default()
         },
     )?;
+    node.bridge = Some(bridge);
     Ok((plane, node))
 }
 
@@ -625,7 +711,10 @@ pub fn start_with_bins(
         start_timeout: options.start_timeout,
         sysctls,
         kubelet_healthz_port: 0,
+        bridge: None,
+        mounted_bpffs: false,
     };
+    node.mount_bpffs()?;
     node.start_registry()?;
     node.write_containerd_config()?;
     node.start_containerd()?;

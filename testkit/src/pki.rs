@@ -2,7 +2,7 @@
 //! certificate, an administrator's client certificate (`system:masters`), the service-account
 //! signing key, and the one node's kubelet client certificate (`system:node:<name>` in
 //! `system:nodes`, what the Node authorizer and NodeRestriction expect).
-use std::{fs, path::Path};
+use std::{fs, net::Ipv4Addr, path::Path};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -28,7 +28,8 @@ fn pki_error(e: rcgen::Error) -> ControlPlaneError {
     ControlPlaneError::Pki(e.to_string())
 }
 
-pub(crate) fn write(dir: &Path) -> Result<(), ControlPlaneError> {
+/// `apiserver_address` is named in the serving certificate beside 127.0.0.1.
+pub(crate) fn write(dir: &Path, apiserver_address: Ipv4Addr) -> Result<(), ControlPlaneError> {
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name.push(DnType::CommonName, "headroom-test-ca");
@@ -46,7 +47,8 @@ pub(crate) fn write(dir: &Path) -> Result<(), ControlPlaneError> {
         .distinguished_name
         .push(DnType::CommonName, "kube-apiserver");
     serving.subject_alt_names = vec![
-        SanType::IpAddress([127, 0, 0, 1].into()),
+        SanType::IpAddress(Ipv4Addr::LOCALHOST.into()),
+        SanType::IpAddress(apiserver_address.into()),
         dns("localhost")?,
         dns("kubernetes")?,
         dns("kubernetes.default.svc")?,

@@ -18,6 +18,8 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<JoinHandle
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| KubeError::Serve { addr, source })?;
+    // The bound address: with port 0 the kernel chose one, and the log is where it shows.
+    let addr = listener.local_addr().unwrap_or(addr);
     tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
     Ok(tokio::spawn(async move {
         loop {

@@ -28,6 +28,7 @@ struct Histogram {
 pub struct Metrics {
     decisions: Mutex<BTreeMap<&'static str, u64>>,
     watch_errors: Mutex<BTreeMap<&'static str, u64>>,
+    watch_lists: Mutex<BTreeMap<&'static str, u64>>,
     victims: Mutex<BTreeMap<&'static str, u64>>,
     blocked: Mutex<BTreeMap<&'static str, u64>>,
     headroomd_stream_errors: AtomicU64,
@@ -63,6 +64,11 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(resource, Instant::now());
+    }
+    /// The watch of `resource` listed in full: at start, and again when its resource version
+    /// expired (410 Gone) or the list failed part-way.
+    pub fn watch_listed(&self, resource: &'static str) {
+        bump(&self.watch_lists, resource, 1);
     }
     /// The watch of `resource` delivered an event: it works again.
     pub fn watch_ok(&self, resource: &'static str) {
@@ -243,6 +249,14 @@ impl Metrics {
             "Watch errors (retried with backoff), by resource.",
             "resource",
             &self.watch_errors,
+            &[],
+        );
+        push_map(
+            &mut out,
+            "headroom_shim_watch_lists_total",
+            "Full lists by resource: one at start, one more each time a watch had to re-list (410 Gone).",
+            "resource",
+            &self.watch_lists,
             &[],
         );
         let counters = [

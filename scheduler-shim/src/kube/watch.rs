@@ -134,14 +134,27 @@ where
     tasks.spawn(
         async move {
             let mut stream = std::pin::pin!(stream);
+            let mut listed = false;
             while let Some(event) = stream.next().await {
                 if event.is_ok() {
                     metrics.watch_ok(resource);
                 }
                 match event {
-                    Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+                    Ok(watcher::Event::Init) => {
+                        metrics.watch_listed(resource);
+                        if listed {
+                            // Only after a 410 Gone or a list that failed part-way.
+                            tracing::info!("re-listing: the watch could not resume where it was");
+                        }
+                    }
+                    Ok(watcher::Event::InitApply(_)) => {}
                     Ok(watcher::Event::InitDone) => {
-                        tracing::debug!("listed");
+                        if listed {
+                            tracing::info!("re-listed: in step again");
+                        } else {
+                            tracing::debug!("listed");
+                        }
+                        listed = true;
                         changed.notify_one();
                     }
                     Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => changed.notify_one(),

@@ -265,13 +265,13 @@ impl PodRuntime {
 
     /// SIGKILL and reap everything, remove the cgroups (cleanup on error or Ctrl-C; blocking).
     pub fn kill_now(&mut self) {
-        self.signal_all(Signal::SIGKILL);
+        let _ = kill_everything_in(&self.cgroups, Instant::now() + Duration::from_secs(2));
         for (_, child) in &mut self.processes {
+            // A child that escaped its cgroup (it cannot, but the kill must not depend on it).
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
             let _ = child.wait();
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while !self.foreign_pids().is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
         }
         self.processes.clear();
         if let Err(e) = self.cgroups.remove() {
@@ -373,21 +373,7 @@ pub struct Reaped {
 pub fn reap_leftovers(roots: &Roots) -> Result<Vec<Reaped>, CgroupError> {
     let mut reaped = Vec::new();
     for cgroups in PodCgroups::found_under(roots)? {
-        let mut killed = std::collections::BTreeSet::new();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let pids = cgroups.pids()?;
-            if pids.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-            for pid in pids {
-                if let Ok(raw) = i32::try_from(pid) {
-                    let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
-                    killed.insert(pid);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let killed = kill_everything_in(&cgroups, Instant::now() + Duration::from_secs(5))?;
         reaped.push(Reaped {
             uid: cgroups.uid().to_string(),
             killed: killed.len(),
@@ -395,6 +381,30 @@ pub fn reap_leftovers(roots: &Roots) -> Result<Vec<Reaped>, CgroupError> {
         });
     }
     Ok(reaped)
+}
+
+/// SIGKILLs every process in `cgroups` until none is left (a process forking meanwhile is caught
+/// on the next pass) or `deadline`; the pids killed. Not a child's wait: a zombie has already
+/// left its cgroups.
+fn kill_everything_in(
+    cgroups: &PodCgroups,
+    deadline: Instant,
+) -> Result<std::collections::BTreeSet<u32>, CgroupError> {
+    let mut killed = std::collections::BTreeSet::new();
+    loop {
+        let pids = cgroups.pids()?;
+        if pids.is_empty() || Instant::now() >= deadline {
+            return Ok(killed);
+        }
+        for pid in pids {
+            if let Ok(raw) = i32::try_from(pid) {
+                // ESRCH means it exited in between: fine.
+                let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+                killed.insert(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Removes the Pod cgroup roots if they are empty (the standalone root is shared with nobody

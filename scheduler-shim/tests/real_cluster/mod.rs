@@ -39,6 +39,38 @@ impl Shim {
     pub fn log(&self) -> String {
         self.process.log()
     }
+
+    /// Its `/metrics`, from the address it logged (`--metrics-addr 127.0.0.1:0`).
+    pub fn metrics(&self) -> String {
+        let log = headroom_testkit::process::strip_ansi(&self.log());
+        let addr = log
+            .lines()
+            .find(|line| line.contains("serving /metrics"))
+            .and_then(|line| line.split("addr=").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("the shim logged no metrics address:\n{log}"))
+            .to_string();
+        http_get(&addr, "/metrics")
+    }
+}
+
+/// `GET path` on `addr` over plain HTTP/1.0: the reply, headers and body.
+pub fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+/// The value of the sample `series` (name and labels, exactly as exposed) in `metrics`.
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 /// The debug build of `headroomd`, which `cargo test --workspace` builds for the daemon's own

@@ -18,3 +18,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "headroom.socket" -}}/run/headroom/headroomd.sock{{- end -}}
+
+{{- /* The API server's address for both containers on nodes without kube-proxy (values.yaml). */ -}}
+{{- define "headroom.apiServerEnv" -}}
+{{- if or .Values.kubernetesServiceHost .Values.kubernetesServicePort }}
+{{- if not (and .Values.kubernetesServiceHost .Values.kubernetesServicePort) }}
+{{- fail "kubernetesServiceHost and kubernetesServicePort go together: set both or neither" }}
+{{- end }}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.kubernetesServiceHost | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.kubernetesServicePort | toString | quote }}
+{{- end }}
+{{- end -}}
