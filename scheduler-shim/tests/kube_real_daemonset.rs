@@ -46,8 +46,9 @@ fn binaries() -> PathBuf {
 
 /// A one-node cluster (the gate off: headroom preempts) with headroom's image in its registry.
 fn cluster_with_the_image() -> (ControlPlane, Node) {
+    let binaries = binaries();
     let (plane, node) = start_cluster(false).unwrap_or_else(|e| panic!("the real cluster must start: {e}"));
-    let layer = images::headroom_layer(&binaries(), &real_cluster::workspace(), node.dir()).unwrap();
+    let layer = images::headroom_layer(&binaries, &real_cluster::workspace(), node.dir()).unwrap();
     node.push_image(&layer, &images::HEADROOM).unwrap();
     (plane, node)
 }
