@@ -620,7 +620,7 @@ fn a_watch_expired_with_410_gone_is_relisted_and_the_shim_decides_on_the_fresh_l
         .unwrap();
     let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
     wait_for(&shim, "the shim's first lists", Duration::from_secs(20), || {
-        let metrics = shim.metrics();
+        let metrics = shim.try_metrics()?;
         (real_cluster::sample(&metrics, "headroom_shim_watch_lists_total{resource=\"pods\"}") == Some(1.0))
             .then_some(())
     });
@@ -637,7 +637,7 @@ fn a_watch_expired_with_410_gone_is_relisted_and_the_shim_decides_on_the_fresh_l
         "the shim to re-list its Pods",
         Duration::from_secs(60),
         || {
-            let metrics = shim.metrics();
+            let metrics = shim.try_metrics()?;
             (real_cluster::sample(&metrics, "headroom_shim_watch_lists_total{resource=\"pods\"}")
                 >= Some(2.0))
             .then_some(())

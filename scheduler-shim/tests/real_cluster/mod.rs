@@ -40,17 +40,23 @@ impl Shim {
         self.process.log()
     }
 
-    /// Its `/metrics`, from the address it logged (`--metrics-addr 127.0.0.1:0`).
-    pub fn metrics(&self) -> String {
+    /// Its `/metrics`, from the address it logged (`--metrics-addr 127.0.0.1:0`); `None` while
+    /// it has not logged that address yet (it binds after reading its kubeconfig).
+    pub fn try_metrics(&self) -> Option<String> {
         let log = headroom_testkit::process::strip_ansi(&self.log());
         let addr = log
             .lines()
             .find(|line| line.contains("serving /metrics"))
             .and_then(|line| line.split("addr=").nth(1))
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("the shim logged no metrics address:\n{log}"))
+            .and_then(|rest| rest.split_whitespace().next())?
             .to_string();
-        http_get(&addr, "/metrics")
+        Some(http_get(&addr, "/metrics"))
+    }
+
+    /// Its `/metrics`, once it serves them: a test reads them after the shim has acted.
+    pub fn metrics(&self) -> String {
+        self.try_metrics()
+            .unwrap_or_else(|| panic!("the shim logged no metrics address:\n{}", self.log()))
     }
 }
 
