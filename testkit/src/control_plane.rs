@@ -125,7 +125,61 @@ pub struct ControlPlane {
     etcd_url: String,
 }
 
+/// kube-apiserver's audit policy: every call to a Pod's `eviction` subresource, nothing else, so
+/// that a test can count evictions as the API server saw them (Events can be lost with the
+/// process that was to write them).
+const AUDIT_POLICY: &str = "audit-policy.yaml";
+const AUDIT_LOG: &str = "audit.log";
+const AUDIT_POLICY_YAML: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  resources:
+  - group: \"\"
+    resources: [pods/eviction]
+- level: None
+";
+
+/// One call to the Eviction API, from kube-apiserver's audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvictionCall {
+    pub namespace: String,
+    pub name: String,
+    /// Who asked (`user.username`).
+    pub user: String,
+    /// The HTTP status answered: 201 evicted, 429 refused by a PDB, …
+    pub code: u16,
+}
+
 impl ControlPlane {
+    /// Every Eviction API call answered so far, oldest first (the audit log; lines that do not
+    /// parse are skipped: the API server may be writing the last one).
+    pub fn eviction_calls(&self) -> Vec<EvictionCall> {
+        let text = std::fs::read_to_string(self.dir().join(AUDIT_LOG)).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|event| {
+                event["stage"] == "ResponseComplete" && event["objectRef"]["subresource"] == "eviction"
+            })
+            .map(|event| EvictionCall {
+                namespace: event["objectRef"]["namespace"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                name: event["objectRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                user: event["user"]["username"].as_str().unwrap_or_default().to_string(),
+                code: event["responseStatus"]["code"]
+                    .as_u64()
+                    .and_then(|c| u16::try_from(c).ok())
+                    .unwrap_or(0),
+            })
+            .collect()
+    }
+
     /// Starts etcd, kube-apiserver and what `options` asks for, and waits until each is ready.
     pub fn start(options: ControlPlaneOptions) -> Result<ControlPlane, ControlPlaneError> {
         start_with_bin(&bin_dir(), options)
@@ -348,6 +402,8 @@ impl ControlPlane {
             .arg("--endpoint-reconciler-type=none")
             .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}=true"))
             .arg("--profiling=false")
+            .arg(format!("--audit-policy-file={}", file(AUDIT_POLICY)))
+            .arg(format!("--audit-log-path={}", file(AUDIT_LOG)))
             .args(&self.apiserver_args);
         self.spawn("kube-apiserver", &mut apiserver)?;
         self.wait_until_ready("kube-apiserver", |plane| {
@@ -469,6 +525,8 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
         .tempdir()
         .map_err(|source| io("create the control plane's directory", source))?;
     pki::write(dir.path(), options.apiserver_address)?;
+    std::fs::write(dir.path().join(AUDIT_POLICY), AUDIT_POLICY_YAML)
+        .map_err(|source| io("write the audit policy", source))?;
     let apiserver_port = free_port()?;
     let server = format!("https://{}:{apiserver_port}", options.apiserver_address);
     let admin_kubeconfig = dir.path().join("admin.kubeconfig");

@@ -25,7 +25,7 @@ pub mod tutorial;
 
 pub use cluster::{LoadError, load_cluster_file};
 pub use control_plane::{
-    ControlPlane, ControlPlaneError, ControlPlaneOptions, KUBERNETES_VERSION, SchedulerGate,
+    ControlPlane, ControlPlaneError, ControlPlaneOptions, EvictionCall, KUBERNETES_VERSION, SchedulerGate,
 };
 pub use node::{Node, NodeError, NodeOptions};
 pub use process::LoggedChild;

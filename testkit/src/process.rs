@@ -12,10 +12,11 @@ pub struct LoggedChild {
 }
 
 impl LoggedChild {
-    /// Starts `cmd` with stdin closed and stdout and stderr into `log`.
+    /// Starts `cmd` with stdin closed and stdout and stderr appended to `log` (a program started
+    /// again after a kill keeps what its predecessor said).
     pub fn spawn(cmd: &mut Command, log: impl Into<PathBuf>) -> std::io::Result<LoggedChild> {
         let log = log.into();
-        let out = fs::File::create(&log)?;
+        let out = fs::OpenOptions::new().create(true).append(true).open(&log)?;
         let child = cmd
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)

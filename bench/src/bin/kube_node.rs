@@ -51,9 +51,24 @@ enum Preemptor {
     Upstream,
 }
 
+/// The common options, and how many alternating rounds (5 repetitions per path each).
+#[derive(Debug, clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: BenchArgs,
+    /// Alternating rounds of 5 repetitions per path (default 10: a p99 over 50; `--quick`: one round
+    /// of 2).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: Option<u16>,
+}
+
 fn main() -> Result<()> {
-    let args = BenchArgs::parse_args();
-    let (rounds, per_round) = if args.quick { (1, 2) } else { (4, 5) };
+    let Args { common: args, rounds } = <Args as clap::Parser>::parse();
+    let (rounds, per_round) = match (args.quick, rounds) {
+        (_, Some(rounds)) => (usize::from(rounds), 5),
+        (true, None) => (1, 2),
+        (false, None) => (10, 5),
+    };
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let (mut plane, node) = start_cluster(true).context("start the real cluster")?;
     let kubeconfig = beside::apply_rbac(&plane, &workspace).map_err(anyhow::Error::msg)?;

@@ -41,12 +41,13 @@ impl Shim {
     }
 
     /// Its `/metrics`, from the address it logged (`--metrics-addr 127.0.0.1:0`); `None` while
-    /// it has not logged that address yet (it binds after reading its kubeconfig).
+    /// it has not logged that address yet (it binds after reading its kubeconfig). The newest
+    /// address: the log is appended across restarts.
     pub fn try_metrics(&self) -> Option<String> {
         let log = headroom_testkit::process::strip_ansi(&self.log());
         let addr = log
             .lines()
-            .find(|line| line.contains("serving /metrics"))
+            .rfind(|line| line.contains("serving /metrics"))
             .and_then(|line| line.split("addr=").nth(1))
             .and_then(|rest| rest.split_whitespace().next())?
             .to_string();

@@ -1,0 +1,417 @@
+//! SIGKILL of headroomd and of headroom-shim at random moments, across a hundred Deferred resizes
+//! with preemption on the real node (kubelet v1.37.2, containerd: `headroom_testkit::Node`).
+//! Each resize is the tutorial's shape at a quarter (victim 750m, resizer 1 → 1500m on 2 CPUs);
+//! once the patch returns, headroomd, the shim or both are SIGKILLed after a random delay within
+//! the window in which the shim decides, reserves and evicts (0–300 ms), and started again at
+//! once, as the kubelet restarts a DaemonSet's container. Every resize must then end whole: the
+//! kubelet's `allocatedResources` and the container's cgroup both at the new size; the victim
+//! preempted by exactly one eviction and nobody else; and once the last one is done, no
+//! reservation left in headroomd's ledger beyond the shim's resize timeout (its TTL).
+//!
+//! `HEADROOM_KILL_RESIZES` sets the number of resizes (default 100); the random delays come from
+//! `HEADROOM_KILL_SEED` (default: the clock), printed so a failing run can be repeated.
+#![allow(clippy::unwrap_used)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use headroom_testkit::{
+    ControlPlane, LoggedChild, Node, beside,
+    gate::{not_root, privileged},
+    node::{NODE_NAME, start_cluster},
+    tutorial::{RESIZE_PATCH, RESIZED_QUOTA_US, cpu_quota_us},
+};
+use serde_json::Value;
+
+mod real_cluster;
+
+const NAMESPACE: &str = "kills";
+/// The shim's `--resize-timeout-seconds`: also the TTL of every reservation it makes.
+const RESIZE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What is killed in one repetition.
+#[derive(Clone, Copy, Debug)]
+enum Victim {
+    Headroomd,
+    Shim,
+    Both,
+}
+
+/// headroomd and the shim as the DaemonSet pairs them, each restartable on its own.
+struct Agent<'a> {
+    plane: &'a ControlPlane,
+    kubeconfig: PathBuf,
+    socket: PathBuf,
+    headroomd: Option<LoggedChild>,
+    shim: Option<LoggedChild>,
+}
+
+impl Agent<'_> {
+    fn start_headroomd(&mut self) {
+        let daemon = beside::start_headroomd(
+            self.plane,
+            &real_cluster::headroomd_binary(),
+            &self.kubeconfig,
+            NODE_NAME,
+            &["--probes", "off"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        self.socket = daemon.socket;
+        self.headroomd = Some(daemon.process);
+    }
+
+    fn start_shim(&mut self) {
+        let socket = self.socket.display().to_string();
+        let timeout = RESIZE_TIMEOUT.as_secs().to_string();
+        let shim = beside::start_shim(
+            self.plane,
+            Path::new(env!("CARGO_BIN_EXE_headroom-shim")),
+            &self.kubeconfig,
+            NODE_NAME,
+            &[
+                "--ledger",
+                "headroomd",
+                "--headroomd-socket",
+                &socket,
+                "--preemption",
+                "eviction",
+                "--resize-timeout-seconds",
+                &timeout,
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        self.shim = Some(shim);
+    }
+
+    /// SIGKILLs (dropping a `LoggedChild` kills and reaps it) and starts again.
+    fn kill_and_restart(&mut self, which: Victim) {
+        if matches!(which, Victim::Headroomd | Victim::Both) {
+            drop(self.headroomd.take());
+        }
+        if matches!(which, Victim::Shim | Victim::Both) {
+            drop(self.shim.take());
+        }
+        if self.headroomd.is_none() {
+            self.start_headroomd();
+        }
+        if self.shim.is_none() {
+            self.start_shim();
+        }
+    }
+
+    /// Both logs' tails (the logs are appended across restarts).
+    fn logs(&self) -> String {
+        let tail = |path: &Path| {
+            let text =
+                headroom_testkit::process::strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        };
+        format!(
+            "headroom-shim:\n{}\nheadroomd:\n{}",
+            tail(&self.plane.dir().join("headroom-shim.log")),
+            tail(&self.plane.dir().join("headroomd.log"))
+        )
+    }
+
+    /// The reservations in headroomd's ledger now (`headroomctl headroom -o json`).
+    fn reservations(&self) -> Option<Vec<Value>> {
+        let headroomctl = real_cluster::headroomd_binary().with_file_name("headroomctl");
+        let out = Command::new(&headroomctl)
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(["headroom", "-o", "json"])
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", headroomctl.display()));
+        if !out.status.success() {
+            return None;
+        }
+        let snapshot: Value = serde_json::from_slice(&out.stdout).ok()?;
+        // proto3's JSON mapping leaves an empty list out.
+        Some(snapshot["reservations"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+/// A small xorshift: the delays only need to be spread and repeatable from the printed seed.
+struct Delays(u64);
+
+impl Delays {
+    fn next_millis(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+fn fixtures() -> String {
+    format!(
+        "apiVersion: v1
+kind: Namespace
+metadata: {{name: {NAMESPACE}}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: kills-low}}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: kills-high}}
+value: 1000000
+"
+    )
+}
+
+fn pods(rep: usize) -> String {
+    let pod = |name: &str, class: &str, cpu: &str| {
+        format!(
+            "apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {NAMESPACE}}}
+spec:
+  priorityClassName: {class}
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: app
+    image: nginx
+    resources:
+      requests: {{cpu: {cpu}, memory: 256Mi}}
+      limits: {{cpu: {cpu}, memory: 256Mi}}
+"
+        )
+    };
+    format!(
+        "{}---\n{}",
+        pod(&format!("victim-{rep}"), "kills-low", "750m"),
+        pod(&format!("resizer-{rep}"), "kills-high", "\"1\"")
+    )
+}
+
+/// `name`'s `Preempted` Events.
+fn preempted_events(plane: &ControlPlane, name: &str) -> Vec<Value> {
+    plane
+        .events_of(NAMESPACE, name)
+        .into_iter()
+        .filter(|e| e["reason"] == "Preempted")
+        .collect()
+}
+
+/// How many times `name` was preempted: each Event counted as often as it was recorded (a
+/// repeated Event is one object with a higher `count`).
+fn preemptions(events: &[Value]) -> u64 {
+    events
+        .iter()
+        .map(|e| e["count"].as_u64().unwrap_or(1).max(1))
+        .sum()
+}
+
+fn resize_done(plane: &ControlPlane, resizer: &str, resizer_pod: &Value) -> bool {
+    let allocated = plane
+        .get_json("pod", NAMESPACE, resizer)
+        .is_some_and(|pod| pod["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "1500m");
+    allocated && cpu_quota_us(resizer_pod) == Some(RESIZED_QUOTA_US)
+}
+
+/// Whether the kill came before the shim's eviction (its decision window) or after it (the
+/// shim holding the reservation while the kubelet actuates).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum KilledWhen {
+    BeforeTheEviction,
+    AfterTheEviction,
+}
+
+/// One resize with one kill; when the kill landed, from the Preempted Event's `eventTime`
+/// (microseconds, events.k8s.io) against the kill's wall-clock time.
+fn one_resize(
+    plane: &ControlPlane,
+    node: &Node,
+    agent: &mut Agent<'_>,
+    rep: usize,
+    which: Victim,
+    delay: Duration,
+) -> KilledWhen {
+    let victim = format!("victim-{rep}");
+    let resizer = format!("resizer-{rep}");
+    plane.kubectl_stdin(&["apply", "-f", "-"], &pods(rep)).unwrap();
+    real_cluster::wait_for(
+        &format!("rep {rep}: both Pods running"),
+        Duration::from_secs(90),
+        || {
+            [&victim, &resizer]
+                .iter()
+                .all(|n| plane.pod_running(NAMESPACE, n))
+                .then_some(())
+        },
+        || node.log_tail("kubelet", 20),
+    );
+    let resizer_pod = plane.get_json("pod", NAMESPACE, &resizer).unwrap();
+    plane
+        .kubectl_ok(&[
+            "patch",
+            "pod",
+            &resizer,
+            "-n",
+            NAMESPACE,
+            "--subresource",
+            "resize",
+            "--patch",
+            RESIZE_PATCH,
+        ])
+        .unwrap();
+    thread::sleep(delay);
+    let killed_at = jiff::Timestamp::now();
+    agent.kill_and_restart(which);
+    real_cluster::wait_for(
+        &format!("rep {rep} ({which:?} killed {delay:?} after the patch): the resize actuated whole"),
+        Duration::from_secs(90),
+        || resize_done(plane, &resizer, &resizer_pod).then_some(()),
+        || {
+            format!(
+                "{}\n{:#?}\nkubelet:\n{}",
+                agent.logs(),
+                plane
+                    .get_json("pod", NAMESPACE, &resizer)
+                    .map(|p| p["status"].clone()),
+                node.log_tail("kubelet", 20)
+            )
+        },
+    );
+    // The victim is gone (evicted), the resizer is not; a second eviction, had one been made,
+    // would have had its Event recorded by now (the resize needed the first one's room).
+    real_cluster::wait_for(
+        &format!("rep {rep}: the victim gone"),
+        Duration::from_secs(60),
+        || plane.get_json("pod", NAMESPACE, &victim).is_none().then_some(()),
+        || agent.logs(),
+    );
+    // Evictions as the API server answered them (its audit log): an Event can be lost with the
+    // shim that was about to write it, an eviction cannot.
+    let evictions: Vec<_> = plane
+        .eviction_calls()
+        .into_iter()
+        .filter(|call| call.namespace == NAMESPACE && call.code < 300)
+        .collect();
+    let of = |name: &str| evictions.iter().filter(|call| call.name == name).count();
+    assert_eq!(
+        of(&victim),
+        1,
+        "rep {rep} ({which:?} killed after {delay:?}): the victim was evicted once: {evictions:#?}\n{}",
+        agent.logs()
+    );
+    assert_eq!(
+        evictions
+            .iter()
+            .filter(|call| call.name.starts_with("resizer-"))
+            .count(),
+        0,
+        "rep {rep}: a resizing Pod was evicted: {evictions:#?}\n{}",
+        agent.logs()
+    );
+    let events = preempted_events(plane, &victim);
+    assert!(
+        preemptions(&events) <= 1,
+        "rep {rep}: the victim's Preempted Event was recorded more than once: {events:#?}"
+    );
+    plane
+        .kubectl_ok(&[
+            "delete",
+            "pod",
+            &resizer,
+            "-n",
+            NAMESPACE,
+            "--grace-period=0",
+            "--force",
+            "--wait=true",
+            "--timeout=60s",
+        ])
+        .unwrap();
+    // The Event's microsecond eventTime says when the eviction was made; without an Event (the
+    // kill took the shim before it wrote one) the eviction came before the kill.
+    let Some(event) = events.first() else {
+        return KilledWhen::AfterTheEviction;
+    };
+    let evicted_at: jiff::Timestamp = event["eventTime"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("the Preempted Event has an eventTime: {event:#}"));
+    if evicted_at < killed_at {
+        KilledWhen::AfterTheEviction
+    } else {
+        KilledWhen::BeforeTheEviction
+    }
+}
+
+#[test]
+fn sigkilled_headroomd_and_shim_at_random_moments_leave_every_resize_whole_and_every_victim_evicted_once() {
+    if !privileged("a real kubelet and containerd on this host", not_root()) {
+        return;
+    }
+    let resizes: usize = std::env::var("HEADROOM_KILL_RESIZES")
+        .ok()
+        .map_or(100, |n| n.parse().expect("HEADROOM_KILL_RESIZES is a number"));
+    let seed: u64 = std::env::var("HEADROOM_KILL_SEED").ok().map_or_else(
+        || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        },
+        |s| s.parse().expect("HEADROOM_KILL_SEED is a number"),
+    );
+    println!("HEADROOM_KILL_SEED={seed} HEADROOM_KILL_RESIZES={resizes}");
+    let (plane, node) = start_cluster(false).unwrap_or_else(|e| panic!("the real cluster must start: {e}"));
+    let kubeconfig = beside::apply_rbac(&plane, &real_cluster::workspace()).unwrap();
+    plane.kubectl_stdin(&["apply", "-f", "-"], &fixtures()).unwrap();
+    let mut agent = Agent {
+        plane: &plane,
+        kubeconfig,
+        socket: PathBuf::new(),
+        headroomd: None,
+        shim: None,
+    };
+    agent.start_headroomd();
+    agent.start_shim();
+    let mut delays = Delays(seed);
+    let started = Instant::now();
+    let mut when = std::collections::BTreeMap::<KilledWhen, usize>::new();
+    for rep in 0..resizes {
+        let which = [Victim::Headroomd, Victim::Shim, Victim::Both][rep % 3];
+        // Half in the decision window (the shim evicts some 20 ms after the patch), half while
+        // it holds the reservation for the kubelet (actuated at some 200 ms).
+        let delay = Duration::from_millis(if rep % 2 == 0 {
+            delays.next_millis(50)
+        } else {
+            50 + delays.next_millis(350)
+        });
+        *when
+            .entry(one_resize(&plane, &node, &mut agent, rep, which, delay))
+            .or_default() += 1;
+    }
+    println!(
+        "{resizes} resizes with a SIGKILL each, all whole, in {:.0?}; kills by when they landed: {when:?}",
+        started.elapsed()
+    );
+    if resizes >= 10 {
+        assert!(
+            when.len() == 2,
+            "the kills landed on both sides of the eviction: {when:?}"
+        );
+    }
+    // Reservations of a killed shim may stay until their TTL, not beyond.
+    real_cluster::wait_for(
+        "headroomd's ledger empty",
+        RESIZE_TIMEOUT + Duration::from_secs(10),
+        || agent.reservations().filter(Vec::is_empty).map(|_| ()),
+        || format!("reservations: {:#?}\n{}", agent.reservations(), agent.logs()),
+    );
+    let left = plane
+        .kubectl_ok(&["get", "pods", "-n", NAMESPACE, "-o", "name"])
+        .unwrap();
+    assert!(left.trim().is_empty(), "Pods left behind: {left}");
+}
