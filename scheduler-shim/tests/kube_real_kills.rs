@@ -5,8 +5,9 @@
 //! the window in which the shim decides, reserves and evicts (0–300 ms), and started again at
 //! once, as the kubelet restarts a DaemonSet's container. Every resize must then end whole: the
 //! kubelet's `allocatedResources` and the container's cgroup both at the new size; the victim
-//! preempted by exactly one eviction and nobody else; and once the last one is done, no
-//! reservation left in headroomd's ledger beyond the shim's resize timeout (its TTL).
+//! evicted by exactly one Eviction API call (kube-apiserver's audit log) and nobody else; no
+//! Pod left after each repetition; and once the last one is done, no reservation left in
+//! headroomd's ledger beyond the shim's resize timeout (its TTL).
 //!
 //! `HEADROOM_KILL_RESIZES` sets the number of resizes (default 100); the random delays come from
 //! `HEADROOM_KILL_SEED` (default: the clock), printed so a failing run can be repeated.
@@ -23,7 +24,7 @@ use headroom_testkit::{
     ControlPlane, LoggedChild, Node, beside,
     gate::{not_root, privileged},
     node::{NODE_NAME, start_cluster},
-    tutorial::{RESIZE_PATCH, RESIZED_QUOTA_US, cpu_quota_us},
+    rounds::Rounds,
 };
 use serde_json::Value;
 
@@ -148,50 +149,6 @@ impl Delays {
     }
 }
 
-fn fixtures() -> String {
-    format!(
-        "apiVersion: v1
-kind: Namespace
-metadata: {{name: {NAMESPACE}}}
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {{name: kills-low}}
-value: 1000
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {{name: kills-high}}
-value: 1000000
-"
-    )
-}
-
-fn pods(rep: usize) -> String {
-    let pod = |name: &str, class: &str, cpu: &str| {
-        format!(
-            "apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: {NAMESPACE}}}
-spec:
-  priorityClassName: {class}
-  terminationGracePeriodSeconds: 30
-  containers:
-  - name: app
-    image: nginx
-    resources:
-      requests: {{cpu: {cpu}, memory: 256Mi}}
-      limits: {{cpu: {cpu}, memory: 256Mi}}
-"
-        )
-    };
-    format!(
-        "{}---\n{}",
-        pod(&format!("victim-{rep}"), "kills-low", "750m"),
-        pod(&format!("resizer-{rep}"), "kills-high", "\"1\"")
-    )
-}
-
 /// `name`'s `Preempted` Events.
 fn preempted_events(plane: &ControlPlane, name: &str) -> Vec<Value> {
     plane
@@ -210,13 +167,6 @@ fn preemptions(events: &[Value]) -> u64 {
         .sum()
 }
 
-fn resize_done(plane: &ControlPlane, resizer: &str, resizer_pod: &Value) -> bool {
-    let allocated = plane
-        .get_json("pod", NAMESPACE, resizer)
-        .is_some_and(|pod| pod["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "1500m");
-    allocated && cpu_quota_us(resizer_pod) == Some(RESIZED_QUOTA_US)
-}
-
 /// Whether the kill came before the shim's eviction (its decision window) or after it (the
 /// shim holding the reservation while the kubelet actuates).
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -230,46 +180,24 @@ enum KilledWhen {
 fn one_resize(
     plane: &ControlPlane,
     node: &Node,
+    rounds: &Rounds,
     agent: &mut Agent<'_>,
     rep: usize,
     which: Victim,
     delay: Duration,
 ) -> KilledWhen {
-    let victim = format!("victim-{rep}");
-    let resizer = format!("resizer-{rep}");
-    plane.kubectl_stdin(&["apply", "-f", "-"], &pods(rep)).unwrap();
-    real_cluster::wait_for(
-        &format!("rep {rep}: both Pods running"),
-        Duration::from_secs(90),
-        || {
-            [&victim, &resizer]
-                .iter()
-                .all(|n| plane.pod_running(NAMESPACE, n))
-                .then_some(())
-        },
-        || node.log_tail("kubelet", 20),
-    );
-    let resizer_pod = plane.get_json("pod", NAMESPACE, &resizer).unwrap();
-    plane
-        .kubectl_ok(&[
-            "patch",
-            "pod",
-            &resizer,
-            "-n",
-            NAMESPACE,
-            "--subresource",
-            "resize",
-            "--patch",
-            RESIZE_PATCH,
-        ])
-        .unwrap();
+    let (victim, resizer) = (Rounds::victim(rep), Rounds::resizer(rep));
+    let resizer_pod = rounds
+        .start(plane, rep)
+        .unwrap_or_else(|e| panic!("{e}\nkubelet:\n{}", node.log_tail("kubelet", 20)));
+    rounds.patch(plane, rep).unwrap();
     thread::sleep(delay);
     let killed_at = jiff::Timestamp::now();
     agent.kill_and_restart(which);
     real_cluster::wait_for(
         &format!("rep {rep} ({which:?} killed {delay:?} after the patch): the resize actuated whole"),
         Duration::from_secs(90),
-        || resize_done(plane, &resizer, &resizer_pod).then_some(()),
+        || rounds.resized(plane, rep, &resizer_pod).then_some(()),
         || {
             format!(
                 "{}\n{:#?}\nkubelet:\n{}",
@@ -281,8 +209,7 @@ fn one_resize(
             )
         },
     );
-    // The victim is gone (evicted), the resizer is not; a second eviction, had one been made,
-    // would have had its Event recorded by now (the resize needed the first one's room).
+    // The victim gone: any second eviction would have been made while it terminated.
     real_cluster::wait_for(
         &format!("rep {rep}: the victim gone"),
         Duration::from_secs(60),
@@ -317,19 +244,7 @@ fn one_resize(
         preemptions(&events) <= 1,
         "rep {rep}: the victim's Preempted Event was recorded more than once: {events:#?}"
     );
-    plane
-        .kubectl_ok(&[
-            "delete",
-            "pod",
-            &resizer,
-            "-n",
-            NAMESPACE,
-            "--grace-period=0",
-            "--force",
-            "--wait=true",
-            "--timeout=60s",
-        ])
-        .unwrap();
+    rounds.remove(plane, rep).unwrap();
     // The Event's microsecond eventTime says when the eviction was made; without an Event (the
     // kill took the shim before it wrote one) the eviction came before the kill.
     let Some(event) = events.first() else {
@@ -367,7 +282,7 @@ fn sigkilled_headroomd_and_shim_at_random_moments_leave_every_resize_whole_and_e
     println!("HEADROOM_KILL_SEED={seed} HEADROOM_KILL_RESIZES={resizes}");
     let (plane, node) = start_cluster(false).unwrap_or_else(|e| panic!("the real cluster must start: {e}"));
     let kubeconfig = beside::apply_rbac(&plane, &real_cluster::workspace()).unwrap();
-    plane.kubectl_stdin(&["apply", "-f", "-"], &fixtures()).unwrap();
+    let rounds = Rounds::create(&plane, NAMESPACE).unwrap();
     let mut agent = Agent {
         plane: &plane,
         kubeconfig,
@@ -390,7 +305,7 @@ fn sigkilled_headroomd_and_shim_at_random_moments_leave_every_resize_whole_and_e
             50 + delays.next_millis(350)
         });
         *when
-            .entry(one_resize(&plane, &node, &mut agent, rep, which, delay))
+            .entry(one_resize(&plane, &node, &rounds, &mut agent, rep, which, delay))
             .or_default() += 1;
     }
     println!(
@@ -410,8 +325,4 @@ fn sigkilled_headroomd_and_shim_at_random_moments_leave_every_resize_whole_and_e
         || agent.reservations().filter(Vec::is_empty).map(|_| ()),
         || format!("reservations: {:#?}\n{}", agent.reservations(), agent.logs()),
     );
-    let left = plane
-        .kubectl_ok(&["get", "pods", "-n", NAMESPACE, "-o", "name"])
-        .unwrap();
-    assert!(left.trim().is_empty(), "Pods left behind: {left}");
 }

@@ -4,7 +4,8 @@
 //! the programs a test starts beside it ([`process`]); the one gate of the privileged tests
 //! ([`gate`]) and the cgroups they create, removed on drop ([`scratch`]); with the feature
 //! `headroomd`, headroomd in the test's process (`headroomd`); the binaries' completions and
-//! man pages checked alike ([`cli_docs`]).
+//! man pages checked alike ([`cli_docs`]); the tutorial's resize repeated on the real node
+//! ([`rounds`]).
 //!
 //! A test that needs the control plane fails when it is not built: nothing here skips.
 pub mod beside;
@@ -19,6 +20,7 @@ pub mod images;
 pub mod node;
 mod pki;
 pub mod process;
+pub mod rounds;
 pub mod scratch;
 mod supervisor;
 pub mod tutorial;

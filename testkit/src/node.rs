@@ -216,6 +216,29 @@ impl Node {
         self.programs.log_tail(program, lines)
     }
 
+    /// The Pod-level cgroups (`kubepods/…/pod<uid>`) in every hierarchy now: what the kubelet
+    /// has not (yet) removed.
+    pub fn pod_cgroups(&self) -> Vec<PathBuf> {
+        fn pods_under(dir: &Path, found: &mut Vec<PathBuf>) {
+            for child in fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = child.path();
+                if !child.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if child.file_name().to_string_lossy().starts_with("pod") {
+                    found.push(path);
+                } else {
+                    pods_under(&path, found);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        for root in kubepods_roots() {
+            pods_under(&root, &mut found);
+        }
+        found
+    }
+
     /// `crictl` against this node's containerd.
     pub fn crictl(&self) -> Command {
         let mut cmd = Command::new(self.node_bin.join("crictl"));
@@ -756,15 +779,7 @@ fn unmount_under(dir: &Path) {
 /// The kubelet's `kubepods` tree in every cgroup hierarchy, removed leaves first, after killing
 /// whatever still runs in it (a container whose shim was killed).
 fn remove_kubepods_cgroups() {
-    let Ok(hierarchies) = fs::read_dir("/sys/fs/cgroup") else {
-        return;
-    };
-    let mut roots: Vec<PathBuf> = hierarchies
-        .flatten()
-        .map(|entry| entry.path().join("kubepods"))
-        .collect();
-    roots.push(PathBuf::from("/sys/fs/cgroup/kubepods"));
-    roots.retain(|r| r.is_dir());
+    let roots = kubepods_roots();
     for _ in 0..50 {
         let mut left = false;
         for root in &roots {
@@ -775,6 +790,26 @@ fn remove_kubepods_cgroups() {
         }
         thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The kubelet's `kubepods` cgroup in each v1 hierarchy and on v2, those that exist.
+fn kubepods_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("kubepods"))
+        .collect();
+    roots.push(PathBuf::from("/sys/fs/cgroup/kubepods"));
+    // `cpu` and `cpuacct` are links to `cpu,cpuacct`: each hierarchy once.
+    let mut roots: Vec<PathBuf> = roots
+        .into_iter()
+        .filter_map(|r| fs::canonicalize(r).ok())
+        .filter(|r| r.is_dir())
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots
 }
 
 /// Whether `dir` is gone.

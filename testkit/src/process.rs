@@ -30,6 +30,11 @@ impl LoggedChild {
         strip_ansi(&fs::read_to_string(&self.log).unwrap_or_default())
     }
 
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log_path(&self) -> &Path {
         &self.log
     }

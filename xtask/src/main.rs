@@ -100,11 +100,15 @@ enum Task {
         cpus: Vec<u32>,
     },
     /// Soak test: continuous preempting resizes on a standalone node (root), figures in
-    /// target/bench/soak.json.
+    /// target/bench/soak.json; `--cluster`: on the real node (kubelet, containerd, the control
+    /// plane) with headroomd and the shim beside it, figures in target/bench/kube_soak.json.
     Soak {
         /// Length of the run.
         #[arg(long, default_value_t = 10.0)]
         minutes: f64,
+        /// On the real node instead of the standalone one.
+        #[arg(long)]
+        cluster: bool,
     },
 }
 
@@ -161,10 +165,14 @@ fn main() -> Result<()> {
             build_ebpf(&root)?;
             vm::map_memory(&root, &cpus)
         }
-        Task::Soak { minutes } => {
+        Task::Soak { minutes, cluster } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
-            soak(&root, &["--minutes", &minutes.to_string()])
+            if cluster {
+                kube_soak(&root, &["--minutes", &minutes.to_string()])
+            } else {
+                soak(&root, &["--minutes", &minutes.to_string()])
+            }
         }
     }
 }
@@ -273,6 +281,20 @@ fn soak(root: &Path, args: &[&str]) -> Result<()> {
     cargo(root, &["build", "--release", "--workspace", "--bins"])?;
     let mut cmd = Command::new(root.join("target/release/soak"));
     cmd.current_dir(root).args(args).args(["--out", "target/bench"]);
+    run(&mut cmd)
+}
+
+/// Builds the cluster's programs and this workspace in release, and runs
+/// `target/release/kube_soak ARGS --out target/bench` on the real node.
+fn kube_soak(root: &Path, args: &[&str]) -> Result<()> {
+    let (k8s_bin, node_bin) = (k8s::build(root)?, node::build(root)?);
+    cargo(root, &["build", "--release", "--workspace", "--bins"])?;
+    let mut cmd = Command::new(root.join("target/release/kube_soak"));
+    cmd.current_dir(root)
+        .args(args)
+        .args(["--out", "target/bench"])
+        .env("HEADROOM_K8S_BIN", k8s_bin)
+        .env("HEADROOM_NODE_BIN", node_bin);
     run(&mut cmd)
 }
 

@@ -29,7 +29,8 @@ use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_compar
 use headroom_testkit::{
     ControlPlane, Node, SchedulerGate, beside,
     node::{NODE_NAME, start_cluster},
-    tutorial::{RESIZE_PATCH, RESIZED_QUOTA_US, cpu_quota_us},
+    rounds::Rounds,
+    tutorial::{RESIZED_QUOTA_US, cpu_quota_us},
 };
 use serde_json::Value;
 
@@ -72,7 +73,7 @@ fn main() -> Result<()> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let (mut plane, node) = start_cluster(true).context("start the real cluster")?;
     let kubeconfig = beside::apply_rbac(&plane, &workspace).map_err(anyhow::Error::msg)?;
-    plane.kubectl_stdin(&["apply", "-f", "-"], &fixtures())?;
+    let rounds = Rounds::create(&plane, NAMESPACE)?;
     let release = workspace.join("target/release");
     let headroomd =
         std::env::var_os("HEADROOMD_BIN").map_or_else(|| release.join("headroomd"), PathBuf::from);
@@ -103,7 +104,7 @@ fn main() -> Result<()> {
             // One unrecorded warm-up repetition: both paths are measured warm.
             for index in 0..=per_round {
                 rep += 1;
-                match one_repetition(&plane, &node, rep) {
+                match one_repetition(&plane, &node, &rounds, rep) {
                     Ok(_) if index == 0 => {}
                     Ok(phases) => {
                         let histograms = if path == Preemptor::Headroom {
@@ -122,7 +123,7 @@ fn main() -> Result<()> {
                     }
                     Err(e) => failures.push(format!("round {round} {path:?} rep {rep}: {e:#}")),
                 }
-                clean_up(&plane, rep)?;
+                rounds.remove(&plane, rep)?;
             }
         }
     }
@@ -184,84 +185,22 @@ fn record(histogram: &mut Histogram<u64>, at: Duration) -> Result<()> {
     histogram.record(ns).context("record")
 }
 
-fn fixtures() -> String {
-    format!(
-        "apiVersion: v1
-kind: Namespace
-metadata: {{name: {NAMESPACE}}}
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {{name: bench-low}}
-value: 1000
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {{name: bench-high}}
-value: 1000000
-"
-    )
-}
-
-fn pods(rep: usize) -> String {
-    let pod = |name: &str, class: &str, cpu: &str, memory: &str| {
-        format!(
-            "apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: {NAMESPACE}}}
-spec:
-  priorityClassName: {class}
-  terminationGracePeriodSeconds: 30
-  containers:
-  - name: app
-    image: nginx
-    resources:
-      requests: {{cpu: {cpu}, memory: {memory}}}
-      limits: {{cpu: {cpu}, memory: {memory}}}
-"
-        )
-    };
-    format!(
-        "{}---\n{}",
-        pod(&format!("victim-{rep}"), "bench-low", "750m", "500Mi"),
-        pod(&format!("resizer-{rep}"), "bench-high", "\"1\"", "1Gi")
-    )
-}
-
 /// One resize: each phase's time after the patch returned.
-fn one_repetition(plane: &ControlPlane, node: &Node, rep: usize) -> Result<BTreeMap<&'static str, Duration>> {
-    let victim = format!("victim-{rep}");
-    let resizer = format!("resizer-{rep}");
-    plane.kubectl_stdin(&["apply", "-f", "-"], &pods(rep))?;
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while !([&victim, &resizer]
-        .iter()
-        .all(|name| plane.pod_running(NAMESPACE, name)))
-    {
-        if Instant::now() > deadline {
-            bail!("the Pods did not run; kubelet:\n{}", node.log_tail("kubelet", 20));
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
-    // Its container ID, all the cgroup path needs, stays the same across the resize.
-    let resizer_pod = plane
-        .get_json("pod", NAMESPACE, &resizer)
-        .context("the resizer")?;
+fn one_repetition(
+    plane: &ControlPlane,
+    node: &Node,
+    rounds: &Rounds,
+    rep: usize,
+) -> Result<BTreeMap<&'static str, Duration>> {
+    let (victim, resizer) = (Rounds::victim(rep), Rounds::resizer(rep));
+    let resizer_pod = rounds
+        .start(plane, rep)
+        .with_context(|| format!("kubelet:\n{}", node.log_tail("kubelet", 20)))?;
     let (events, mut watch) = watch_pods(plane)?;
     // The watch's initial listing arrives first: the clock starts after it.
     thread::sleep(Duration::from_millis(300));
     while events.try_recv().is_ok() {}
-    plane.kubectl_ok(&[
-        "patch",
-        "pod",
-        &resizer,
-        "-n",
-        NAMESPACE,
-        "--subresource",
-        "resize",
-        "--patch",
-        RESIZE_PATCH,
-    ])?;
+    rounds.patch(plane, rep)?;
     let started = Instant::now();
     let mut phases: BTreeMap<&'static str, Duration> = BTreeMap::new();
     let deadline = started + Duration::from_secs(120);
@@ -349,28 +288,4 @@ fn watch_pods(plane: &ControlPlane) -> Result<(mpsc::Receiver<(Instant, Value)>,
         }
     });
     Ok((receive, child))
-}
-
-fn clean_up(plane: &ControlPlane, rep: usize) -> Result<()> {
-    // `--wait` returns once both objects are gone from the API server.
-    plane.kubectl_ok(&[
-        "delete",
-        "pod",
-        &format!("victim-{rep}"),
-        &format!("resizer-{rep}"),
-        "-n",
-        NAMESPACE,
-        "--grace-period=0",
-        "--force",
-        "--ignore-not-found",
-        "--wait=true",
-        "--timeout=60s",
-    ])?;
-    let listed = plane.kubectl_ok(&["get", "pods", "-n", NAMESPACE, "-o", "name"])?;
-    if !listed.trim().is_empty() {
-        bail!("repetition {rep}'s Pods were not removed: {listed}");
-    }
-    // The kubelet tears the sandboxes down before the next resize needs the room.
-    thread::sleep(Duration::from_millis(500));
-    Ok(())
 }

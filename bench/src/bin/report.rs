@@ -433,6 +433,8 @@ fn markdown(machine: &Value, benches: &[&Bench], plot_prefix: &str, throughput_s
         // The soak is its own xtask job, not one of `cargo xtask bench`'s benchmarks.
         let xtask = if b.name == "soak" {
             "cargo xtask soak".to_string()
+        } else if b.name == "kube_soak" {
+            "sudo cargo xtask soak --cluster".to_string()
         } else {
             format!("cargo xtask bench {}", b.name)
         };
