@@ -24,7 +24,7 @@ use headroom_testkit::{
     ControlPlane, LoggedChild, Node, beside,
     gate::{not_root, privileged},
     node::{NODE_NAME, start_cluster},
-    rounds::Rounds,
+    repetitions::Repetitions,
 };
 use serde_json::Value;
 
@@ -180,24 +180,24 @@ enum KilledWhen {
 fn one_resize(
     plane: &ControlPlane,
     node: &Node,
-    rounds: &Rounds,
+    repetitions: &Repetitions,
     agent: &mut Agent<'_>,
     rep: usize,
     which: Victim,
     delay: Duration,
 ) -> KilledWhen {
-    let (victim, resizer) = (Rounds::victim(rep), Rounds::resizer(rep));
-    let resizer_pod = rounds
+    let (victim, resizer) = (Repetitions::victim(rep), Repetitions::resizer(rep));
+    let resizer_pod = repetitions
         .start(plane, rep)
         .unwrap_or_else(|e| panic!("{e}\nkubelet:\n{}", node.log_tail("kubelet", 20)));
-    rounds.patch(plane, rep).unwrap();
+    repetitions.patch(plane, rep).unwrap();
     thread::sleep(delay);
     let killed_at = jiff::Timestamp::now();
     agent.kill_and_restart(which);
     real_cluster::wait_for(
         &format!("rep {rep} ({which:?} killed {delay:?} after the patch): the resize actuated whole"),
         Duration::from_secs(90),
-        || rounds.resized(plane, rep, &resizer_pod).then_some(()),
+        || repetitions.resized(plane, rep, &resizer_pod).then_some(()),
         || {
             format!(
                 "{}\n{:#?}\nkubelet:\n{}",
@@ -244,7 +244,7 @@ fn one_resize(
         preemptions(&events) <= 1,
         "rep {rep}: the victim's Preempted Event was recorded more than once: {events:#?}"
     );
-    rounds.remove(plane, rep).unwrap();
+    repetitions.remove(plane, rep).unwrap();
     // The Event's microsecond eventTime says when the eviction was made; without an Event (the
     // kill took the shim before it wrote one) the eviction came before the kill.
     let Some(event) = events.first() else {
@@ -282,7 +282,7 @@ fn sigkilled_headroomd_and_shim_at_random_moments_leave_every_resize_whole_and_e
     println!("HEADROOM_KILL_SEED={seed} HEADROOM_KILL_RESIZES={resizes}");
     let (plane, node) = start_cluster(false).unwrap_or_else(|e| panic!("the real cluster must start: {e}"));
     let kubeconfig = beside::apply_rbac(&plane, &real_cluster::workspace()).unwrap();
-    let rounds = Rounds::create(&plane, NAMESPACE).unwrap();
+    let repetitions = Repetitions::create(&plane, NAMESPACE).unwrap();
     let mut agent = Agent {
         plane: &plane,
         kubeconfig,
@@ -305,7 +305,15 @@ fn sigkilled_headroomd_and_shim_at_random_moments_leave_every_resize_whole_and_e
             50 + delays.next_millis(350)
         });
         *when
-            .entry(one_resize(&plane, &node, &rounds, &mut agent, rep, which, delay))
+            .entry(one_resize(
+                &plane,
+                &node,
+                &repetitions,
+                &mut agent,
+                rep,
+                which,
+                delay,
+            ))
             .or_default() += 1;
     }
     println!(

@@ -249,6 +249,8 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
         bench(root, &[], true)?;
         progress("soak: 30 s short run");
         soak(root, &["--seconds", "30"])?;
+        progress("soak --cluster: 60 s short run on the real node");
+        kube_soak(root, &["--seconds", "60"])?;
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_compar
 use headroom_testkit::{
     ControlPlane, Node, SchedulerGate, beside,
     node::{NODE_NAME, start_cluster},
-    rounds::Rounds,
+    repetitions::Repetitions,
     tutorial::{RESIZED_QUOTA_US, cpu_quota_us},
 };
 use serde_json::Value;
@@ -73,7 +73,7 @@ fn main() -> Result<()> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let (mut plane, node) = start_cluster(true).context("start the real cluster")?;
     let kubeconfig = beside::apply_rbac(&plane, &workspace).map_err(anyhow::Error::msg)?;
-    let rounds = Rounds::create(&plane, NAMESPACE)?;
+    let repetitions = Repetitions::create(&plane, NAMESPACE)?;
     let release = workspace.join("target/release");
     let headroomd =
         std::env::var_os("HEADROOMD_BIN").map_or_else(|| release.join("headroomd"), PathBuf::from);
@@ -104,7 +104,7 @@ fn main() -> Result<()> {
             // One unrecorded warm-up repetition: both paths are measured warm.
             for index in 0..=per_round {
                 rep += 1;
-                match one_repetition(&plane, &node, &rounds, rep) {
+                match one_repetition(&plane, &node, &repetitions, rep) {
                     Ok(_) if index == 0 => {}
                     Ok(phases) => {
                         let histograms = if path == Preemptor::Headroom {
@@ -123,7 +123,7 @@ fn main() -> Result<()> {
                     }
                     Err(e) => failures.push(format!("round {round} {path:?} rep {rep}: {e:#}")),
                 }
-                rounds.remove(&plane, rep)?;
+                repetitions.remove(&plane, rep)?;
             }
         }
     }
@@ -189,18 +189,18 @@ fn record(histogram: &mut Histogram<u64>, at: Duration) -> Result<()> {
 fn one_repetition(
     plane: &ControlPlane,
     node: &Node,
-    rounds: &Rounds,
+    repetitions: &Repetitions,
     rep: usize,
 ) -> Result<BTreeMap<&'static str, Duration>> {
-    let (victim, resizer) = (Rounds::victim(rep), Rounds::resizer(rep));
-    let resizer_pod = rounds
+    let (victim, resizer) = (Repetitions::victim(rep), Repetitions::resizer(rep));
+    let resizer_pod = repetitions
         .start(plane, rep)
         .with_context(|| format!("kubelet:\n{}", node.log_tail("kubelet", 20)))?;
     let (events, mut watch) = watch_pods(plane)?;
     // The watch's initial listing arrives first: the clock starts after it.
     thread::sleep(Duration::from_millis(300));
     while events.try_recv().is_ok() {}
-    rounds.patch(plane, rep)?;
+    repetitions.patch(plane, rep)?;
     let started = Instant::now();
     let mut phases: BTreeMap<&'static str, Duration> = BTreeMap::new();
     let deadline = started + Duration::from_secs(120);

@@ -4,7 +4,7 @@
 //! on the real stack. The cluster is `headroom_testkit`'s (kube-apiserver, kube-scheduler with the
 //! resize-preemption gate off, kube-controller-manager, the kubelet v1.37.2, containerd v2.4.2).
 //!
-//! Each repetition ([`headroom_testkit::rounds`]): a victim and a resizer start, the resizer is
+//! Each repetition ([`headroom_testkit::repetitions`]): a victim and a resizer start, the resizer is
 //! patched 1 → 1500m, the kubelet defers, the shim evicts, the kubelet actuates (quota in the
 //! cgroup), both Pods are removed. Pass: neither program exits; each one's RSS stays within 10 %
 //! (plus 1 MiB) of its post-warm-up baseline; every resize is actuated within 60 s; at the end no
@@ -25,7 +25,7 @@ use headroom_bench::{fmt_ns, new_histogram};
 use headroom_testkit::{
     LoggedChild, beside,
     node::{NODE_NAME, start_cluster},
-    rounds::Rounds,
+    repetitions::Repetitions,
 };
 use serde_json::json;
 
@@ -117,7 +117,7 @@ fn main() -> Result<()> {
     let release = workspace.join("target/release");
     let (plane, node) = start_cluster(false).context("start the real cluster")?;
     let kubeconfig = beside::apply_rbac(&plane, &workspace).map_err(anyhow::Error::msg)?;
-    let rounds = Rounds::create(&plane, NAMESPACE)?;
+    let repetitions = Repetitions::create(&plane, NAMESPACE)?;
     // The probes attached, as in production (they are the point of a soak of headroomd).
     let daemon = beside::start_headroomd(&plane, &release.join("headroomd"), &kubeconfig, NODE_NAME, &[])
         .map_err(anyhow::Error::msg)?;
@@ -185,10 +185,10 @@ fn main() -> Result<()> {
                 bail!("{name} exited ({status}) at repetition {rep}:\n{}", process.log());
             }
         }
-        let resizer = rounds.start(&plane, rep)?;
-        rounds.patch(&plane, rep)?;
+        let resizer = repetitions.start(&plane, rep)?;
+        repetitions.patch(&plane, rep)?;
         let patched = Instant::now();
-        while !rounds.resized(&plane, rep, &resizer) {
+        while !repetitions.resized(&plane, rep, &resizer) {
             if patched.elapsed() > Duration::from_secs(60) {
                 bail!(
                     "repetition {rep}: the resize was not actuated within 60 s\n{}\nkubelet:\n{}",
@@ -203,7 +203,7 @@ fn main() -> Result<()> {
             .max(1);
         latency.record(ns).context("record")?;
         window.record(ns).context("record")?;
-        rounds.remove(&plane, rep)?;
+        repetitions.remove(&plane, rep)?;
         rep += 1;
         let now = started.elapsed().as_secs_f64();
         if now - window_start >= 60.0 {

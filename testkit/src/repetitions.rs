@@ -15,7 +15,7 @@ use crate::{
 };
 
 #[derive(Debug, thiserror::Error)]
-pub enum RoundError {
+pub enum RepetitionError {
     #[error(transparent)]
     Kubectl(#[from] ControlPlaneError),
     #[error("repetition {rep}: {what} not within {waited:?}")]
@@ -30,18 +30,18 @@ pub enum RoundError {
 
 /// The repetitions' namespace and PriorityClasses (`<namespace>-low`, `<namespace>-high`).
 #[derive(Debug, Clone)]
-pub struct Rounds {
+pub struct Repetitions {
     namespace: String,
 }
 
-impl Rounds {
+impl Repetitions {
     /// Creates the namespace and the two PriorityClasses.
-    pub fn create(plane: &ControlPlane, namespace: &str) -> Result<Rounds, RoundError> {
-        let rounds = Rounds {
+    pub fn create(plane: &ControlPlane, namespace: &str) -> Result<Repetitions, RepetitionError> {
+        let repetitions = Repetitions {
             namespace: namespace.to_string(),
         };
-        plane.kubectl_stdin(&["apply", "-f", "-"], &rounds.fixtures())?;
-        Ok(rounds)
+        plane.kubectl_stdin(&["apply", "-f", "-"], &repetitions.fixtures())?;
+        Ok(repetitions)
     }
 
     pub fn namespace(&self) -> &str {
@@ -99,22 +99,22 @@ spec:
         };
         format!(
             "{}---\n{}",
-            pod(&Rounds::victim(rep), "low", "750m"),
-            pod(&Rounds::resizer(rep), "high", "\"1\"")
+            pod(&Repetitions::victim(rep), "low", "750m"),
+            pod(&Repetitions::resizer(rep), "high", "\"1\"")
         )
     }
 
     /// Creates repetition `rep`'s Pods and waits until both run; returns the resizer as the API
     /// server has it then (its container ID is all [`cpu_quota_us`] needs, and the resize keeps
     /// it).
-    pub fn start(&self, plane: &ControlPlane, rep: usize) -> Result<Value, RoundError> {
+    pub fn start(&self, plane: &ControlPlane, rep: usize) -> Result<Value, RepetitionError> {
         plane.kubectl_stdin(&["apply", "-f", "-"], &self.pods(rep))?;
-        let names = [Rounds::victim(rep), Rounds::resizer(rep)];
+        let names = [Repetitions::victim(rep), Repetitions::resizer(rep)];
         let waited = Duration::from_secs(90);
         let deadline = Instant::now() + waited;
         while !names.iter().all(|n| plane.pod_running(&self.namespace, n)) {
             if Instant::now() > deadline {
-                return Err(RoundError::Timeout {
+                return Err(RepetitionError::Timeout {
                     rep,
                     what: "both Pods running",
                     waited,
@@ -123,8 +123,8 @@ spec:
             thread::sleep(Duration::from_millis(100));
         }
         plane
-            .get_json("pod", &self.namespace, &Rounds::resizer(rep))
-            .ok_or(RoundError::Timeout {
+            .get_json("pod", &self.namespace, &Repetitions::resizer(rep))
+            .ok_or(RepetitionError::Timeout {
                 rep,
                 what: "the resizer listed",
                 waited,
@@ -132,11 +132,11 @@ spec:
     }
 
     /// `kubectl patch pod resizer-N --subresource resize` to 1500m.
-    pub fn patch(&self, plane: &ControlPlane, rep: usize) -> Result<(), RoundError> {
+    pub fn patch(&self, plane: &ControlPlane, rep: usize) -> Result<(), RepetitionError> {
         plane.kubectl_ok(&[
             "patch",
             "pod",
-            &Rounds::resizer(rep),
+            &Repetitions::resizer(rep),
             "-n",
             &self.namespace,
             "--subresource",
@@ -148,23 +148,26 @@ spec:
     }
 
     /// Whether the resize is whole: the kubelet's `allocatedResources` and the container's CFS
-    /// quota both at 1500m. `resizer` is what [`Rounds::start`] returned.
+    /// quota both at 1500m. `resizer` is what [`Repetitions::start`] returned.
     pub fn resized(&self, plane: &ControlPlane, rep: usize, resizer: &Value) -> bool {
-        let allocated = plane
-            .get_json("pod", &self.namespace, &Rounds::resizer(rep))
-            .is_some_and(|pod| pod["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "1500m");
-        allocated && cpu_quota_us(resizer) == Some(RESIZED_QUOTA_US)
+        // The cgroup first: a file read, where the API server's view costs a kubectl.
+        cpu_quota_us(resizer) == Some(RESIZED_QUOTA_US)
+            && plane
+                .get_json("pod", &self.namespace, &Repetitions::resizer(rep))
+                .is_some_and(|pod| {
+                    pod["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "1500m"
+                })
     }
 
     /// Removes repetition `rep`'s Pods (force, and waits until they are gone from the API
     /// server), checks that the namespace is empty, and gives the kubelet half a second to tear
     /// the sandboxes down before the next repetition needs the room.
-    pub fn remove(&self, plane: &ControlPlane, rep: usize) -> Result<(), RoundError> {
+    pub fn remove(&self, plane: &ControlPlane, rep: usize) -> Result<(), RepetitionError> {
         plane.kubectl_ok(&[
             "delete",
             "pod",
-            &Rounds::victim(rep),
-            &Rounds::resizer(rep),
+            &Repetitions::victim(rep),
+            &Repetitions::resizer(rep),
             "-n",
             &self.namespace,
             "--grace-period=0",
@@ -175,7 +178,7 @@ spec:
         ])?;
         let listed = plane.kubectl_ok(&["get", "pods", "-n", &self.namespace, "-o", "name"])?;
         if !listed.trim().is_empty() {
-            return Err(RoundError::Left { rep, listed });
+            return Err(RepetitionError::Left { rep, listed });
         }
         thread::sleep(Duration::from_millis(500));
         Ok(())
