@@ -16,6 +16,7 @@
 
 pub mod load;
 pub mod runc;
+pub mod soak;
 
 use std::path::{Path, PathBuf};
 

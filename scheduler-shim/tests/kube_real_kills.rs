@@ -15,7 +15,6 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::Command,
     thread,
     time::{Duration, Instant},
 };
@@ -66,23 +65,13 @@ impl Agent<'_> {
     }
 
     fn start_shim(&mut self) {
-        let socket = self.socket.display().to_string();
-        let timeout = RESIZE_TIMEOUT.as_secs().to_string();
-        let shim = beside::start_shim(
+        let shim = beside::start_paired_shim(
             self.plane,
             Path::new(env!("CARGO_BIN_EXE_headroom-shim")),
             &self.kubeconfig,
             NODE_NAME,
-            &[
-                "--ledger",
-                "headroomd",
-                "--headroomd-socket",
-                &socket,
-                "--preemption",
-                "eviction",
-                "--resize-timeout-seconds",
-                &timeout,
-            ],
+            &self.socket,
+            Some(RESIZE_TIMEOUT),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         self.shim = Some(shim);
@@ -119,21 +108,10 @@ impl Agent<'_> {
         )
     }
 
-    /// The reservations in headroomd's ledger now (`headroomctl headroom -o json`).
+    /// The reservations in headroomd's ledger now; `None` while it does not answer.
     fn reservations(&self) -> Option<Vec<Value>> {
         let headroomctl = real_cluster::headroomd_binary().with_file_name("headroomctl");
-        let out = Command::new(&headroomctl)
-            .arg("--socket")
-            .arg(&self.socket)
-            .args(["headroom", "-o", "json"])
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", headroomctl.display()));
-        if !out.status.success() {
-            return None;
-        }
-        let snapshot: Value = serde_json::from_slice(&out.stdout).ok()?;
-        // proto3's JSON mapping leaves an empty list out.
-        Some(snapshot["reservations"].as_array().cloned().unwrap_or_default())
+        beside::reservations(&headroomctl, &self.socket).ok()
     }
 }
 

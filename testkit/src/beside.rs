@@ -105,22 +105,56 @@ pub fn start_headroom(
     node: &str,
 ) -> Result<Headroom, String> {
     let daemon = start_headroomd(plane, headroomd, kubeconfig, node, &["--probes", "off"])?;
-    let socket = daemon.socket.display().to_string();
-    let shim = start_shim(
-        plane,
-        shim,
-        kubeconfig,
-        node,
-        &[
-            "--ledger",
-            "headroomd",
-            "--headroomd-socket",
-            &socket,
-            "--preemption",
-            "eviction",
-        ],
-    )?;
+    let shim = start_paired_shim(plane, shim, kubeconfig, node, &daemon.socket, None)?;
     Ok(Headroom { daemon, shim })
+}
+
+/// Starts `binary kube` for `node` as the DaemonSet pairs it with headroomd: reserving in the
+/// ledger of the headroomd at `socket`, evicting through the Eviction API; `resize_timeout`
+/// (also every reservation's TTL) when not the shim's default.
+pub fn start_paired_shim(
+    plane: &ControlPlane,
+    binary: &Path,
+    kubeconfig: &Path,
+    node: &str,
+    socket: &Path,
+    resize_timeout: Option<Duration>,
+) -> Result<LoggedChild, String> {
+    let socket = socket.display().to_string();
+    let timeout = resize_timeout.map(|t| t.as_secs().to_string());
+    let mut args = vec![
+        "--ledger",
+        "headroomd",
+        "--headroomd-socket",
+        &socket,
+        "--preemption",
+        "eviction",
+    ];
+    if let Some(timeout) = &timeout {
+        args.extend(["--resize-timeout-seconds", timeout]);
+    }
+    start_shim(plane, binary, kubeconfig, node, &args)
+}
+
+/// The reservations in the ledger of the headroomd at `socket`, as `headroomctl headroom -o
+/// json` prints them (`headroomctl`: that binary).
+pub fn reservations(headroomctl: &Path, socket: &Path) -> Result<Vec<serde_json::Value>, String> {
+    let out = Command::new(headroomctl)
+        .arg("--socket")
+        .arg(socket)
+        .args(["headroom", "-o", "json"])
+        .output()
+        .map_err(|e| format!("run {}: {e}", headroomctl.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "headroomctl headroom: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let snapshot: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("headroomctl's JSON: {e}"))?;
+    // proto3's JSON mapping leaves an empty list out.
+    Ok(snapshot["reservations"].as_array().cloned().unwrap_or_default())
 }
 
 /// The namespace, ServiceAccount and RBAC from `deploy/kubernetes/`, applied with kubectl, and

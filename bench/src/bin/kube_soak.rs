@@ -15,13 +15,15 @@
 //! Writes `OUT/kube_soak.json`.
 use std::{
     path::{Path, PathBuf},
-    process::Command,
     thread,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result, bail};
-use headroom_bench::{fmt_ns, new_histogram};
+use headroom_bench::{
+    fmt_ns, new_histogram,
+    soak::{SoakLength, rss_kib},
+};
 use headroom_testkit::{
     LoggedChild, beside,
     node::{NODE_NAME, start_cluster},
@@ -40,21 +42,11 @@ const RSS_SLACK_KIB: u64 = 1024;
 #[derive(Debug, clap::Parser)]
 #[command(about = "headroom on the real node: continuous Deferred resizes with preemption")]
 struct Args {
-    /// Length of the run in minutes (default 10).
-    #[arg(long, conflicts_with = "seconds")]
-    minutes: Option<f64>,
-    /// Length of the run in seconds (a short run).
-    #[arg(long)]
-    seconds: Option<f64>,
+    #[command(flatten)]
+    length: SoakLength,
     /// Directory for kube_soak.json.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// One program's RSS over the run: `(seconds since start, KiB)`.
@@ -83,33 +75,9 @@ impl RssTrack {
     }
 }
 
-fn reservations(headroomctl: &Path, socket: &Path) -> Result<usize> {
-    let out = Command::new(headroomctl)
-        .arg("--socket")
-        .arg(socket)
-        .args(["headroom", "-o", "json"])
-        .output()
-        .with_context(|| format!("run {}", headroomctl.display()))?;
-    if !out.status.success() {
-        bail!("headroomctl headroom: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let snapshot: serde_json::Value = serde_json::from_slice(&out.stdout).context("headroomctl's JSON")?;
-    // proto3's JSON mapping leaves an empty list out.
-    Ok(snapshot["reservations"].as_array().map_or(0, Vec::len))
-}
-
 fn main() -> Result<()> {
     let args = <Args as clap::Parser>::parse();
-    let duration = match (args.minutes, args.seconds) {
-        (_, Some(s)) => Duration::from_secs_f64(s),
-        (Some(m), None) => Duration::from_secs_f64(m * 60.0),
-        (None, None) => Duration::from_secs(600),
-    };
-    let warmup = if duration < Duration::from_secs(300) {
-        duration.mul_f64(0.2)
-    } else {
-        Duration::from_secs(60)
-    };
+    let (duration, warmup) = (args.length.duration(), args.length.warmup());
     if let Some(why) = headroom_bench::needs_root("kube_soak", "a real kubelet and containerd on this host") {
         bail!(why);
     }
@@ -121,23 +89,13 @@ fn main() -> Result<()> {
     // The probes attached, as in production (they are the point of a soak of headroomd).
     let daemon = beside::start_headroomd(&plane, &release.join("headroomd"), &kubeconfig, NODE_NAME, &[])
         .map_err(anyhow::Error::msg)?;
-    let socket = daemon.socket.display().to_string();
-    let timeout = RESIZE_TIMEOUT.as_secs().to_string();
-    let mut shim: LoggedChild = beside::start_shim(
+    let mut shim = beside::start_paired_shim(
         &plane,
         &release.join("headroom-shim"),
         &kubeconfig,
         NODE_NAME,
-        &[
-            "--ledger",
-            "headroomd",
-            "--headroomd-socket",
-            &socket,
-            "--preemption",
-            "eviction",
-            "--resize-timeout-seconds",
-            &timeout,
-        ],
+        &daemon.socket,
+        Some(RESIZE_TIMEOUT),
     )
     .map_err(anyhow::Error::msg)?;
     let mut headroomd = daemon.process;
@@ -223,7 +181,9 @@ fn main() -> Result<()> {
     let headroomctl = release.join("headroomctl");
     let deadline = Instant::now() + RESIZE_TIMEOUT + Duration::from_secs(5);
     let left_reservations = loop {
-        let left = reservations(&headroomctl, &daemon.socket)?;
+        let left = beside::reservations(&headroomctl, &daemon.socket)
+            .map_err(anyhow::Error::msg)?
+            .len();
         if left == 0 || Instant::now() > deadline {
             break left;
         }

@@ -26,7 +26,10 @@ use std::{
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use hdrhistogram::Histogram;
-use headroom_bench::{fmt_ns, new_histogram};
+use headroom_bench::{
+    fmt_ns, new_histogram,
+    soak::{SoakLength, rss_kib},
+};
 use headroom_node_model::parse_cpu_millis;
 use headroom_proto::v1::{self as pb, standalone_client::StandaloneClient};
 use nix::sys::signal::{Signal, kill, killpg};
@@ -50,12 +53,8 @@ const RSS_TOLERANCE: f64 = 0.10;
 #[derive(Debug, Parser)]
 #[command(about = "headroom soak test: continuous preempting resizes on a standalone node")]
 struct Args {
-    /// Length of the run in minutes (default 10).
-    #[arg(long, conflicts_with = "seconds")]
-    minutes: Option<f64>,
-    /// Length of the run in seconds (short mode for CI).
-    #[arg(long)]
-    seconds: Option<f64>,
+    #[command(flatten)]
+    length: SoakLength,
     /// Directory for soak.json.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
@@ -176,12 +175,6 @@ fn remove_intent_dirs(root: &str) {
     for dir in intent_dirs(root) {
         let _ = fs::remove_dir_all(dir);
     }
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 // === The workload ===
@@ -418,26 +411,17 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 async fn soak(args: &Args) -> Result<bool> {
-    let duration = Duration::from_secs_f64(match (args.minutes, args.seconds) {
-        (_, Some(s)) => s,
-        (Some(m), None) => m * 60.0,
-        (None, None) => 600.0,
-    });
+    let duration = args.length.duration();
     anyhow::ensure!(
         duration >= Duration::from_secs(5),
         "the run must last at least 5 s"
     );
-    let short = duration < Duration::from_secs(120);
-    let interval = if short {
+    let interval = if args.length.is_short() {
         Duration::from_secs(10)
     } else {
         Duration::from_secs(60)
     };
-    let warmup = if short {
-        duration.mul_f64(0.2)
-    } else {
-        Duration::from_secs(60)
-    };
+    let warmup = args.length.warmup();
     let shim_bin = match &args.shim_bin {
         Some(p) => p.clone(),
         None => std::env::current_exe()?
