@@ -96,10 +96,8 @@ impl Agent<'_> {
     /// Both logs' tails (the logs are appended across restarts).
     fn logs(&self) -> String {
         let tail = |path: &Path| {
-            let text =
-                headroom_testkit::process::strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
-            let lines: Vec<&str> = text.lines().collect();
-            lines[lines.len().saturating_sub(40)..].join("\n")
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            headroom_testkit::process::last_lines(&headroom_testkit::process::strip_ansi(&text), 40)
         };
         format!(
             "headroom-shim:\n{}\nheadroomd:\n{}",

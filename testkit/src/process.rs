@@ -30,6 +30,11 @@ impl LoggedChild {
         strip_ansi(&fs::read_to_string(&self.log).unwrap_or_default())
     }
 
+    /// The last `lines` lines of its log, without ANSI colours.
+    pub fn log_tail(&self, lines: usize) -> String {
+        last_lines(&self.log(), lines)
+    }
+
     /// Its process id.
     pub fn id(&self) -> u32 {
         self.child.id()
@@ -82,6 +87,12 @@ pub fn strip_ansi(text: &str) -> String {
         }
     }
     plain
+}
+
+/// The last `n` lines of `text`.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[cfg(test)]

@@ -100,14 +100,10 @@ fn main() -> Result<()> {
     .map_err(anyhow::Error::msg)?;
     let mut headroomd = daemon.process;
     let logs = |headroomd: &LoggedChild, shim: &LoggedChild| {
-        let tail = |text: String| {
-            let lines: Vec<&str> = text.lines().collect();
-            lines[lines.len().saturating_sub(30)..].join("\n")
-        };
         format!(
             "headroomd:\n{}\nheadroom-shim:\n{}",
-            tail(headroomd.log()),
-            tail(shim.log())
+            headroomd.log_tail(30),
+            shim.log_tail(30)
         )
     };
 
