@@ -7,6 +7,7 @@
 //! - [`kubectl`]: output that reads like `kubectl`'s.
 //! - [`error_chain`]: an error and its sources in one line.
 //! - `cli_docs` (feature `cli-docs`): shell completions and man pages of the binaries.
+//! - `output` (feature `output`): `-o json|yaml|wide` of every listing.
 //!
 //! The `headroomctl` binary lives here too, behind the default feature `headroomctl`.
 
@@ -17,6 +18,8 @@ pub mod headroomd;
 pub mod kubectl;
 #[cfg(feature = "logging")]
 pub mod logging;
+#[cfg(feature = "output")]
+pub mod output;
 
 pub use connect::{connect_tcp, connect_uds, headroom_client};
 pub use headroomd::{Headroomd, HeadroomdError, RPC_TIMEOUT};

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
 use serde_json::Value;
@@ -77,6 +77,8 @@ fn check_document(doc: &Value) -> Result<String, String> {
         ("v1", "ConfigMap") => round_trip::<ConfigMap>(doc),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => round_trip::<ClusterRole>(doc),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => round_trip::<ClusterRoleBinding>(doc),
+        ("rbac.authorization.k8s.io/v1", "Role") => round_trip::<Role>(doc),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<RoleBinding>(doc),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(doc),
         ("apps/v1", "DaemonSet") => round_trip::<DaemonSet>(doc),
         _ => Err(format!("unexpected kind {api_version}/{kind}")),
@@ -120,6 +122,8 @@ fn every_manifest_parses_into_v1_37_types_without_losing_a_field() {
         "ClusterRoleBinding",
         "DaemonSet",
         "Namespace",
+        "Role",
+        "RoleBinding",
         "Service",
         "ServiceAccount",
     ]

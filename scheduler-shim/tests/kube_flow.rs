@@ -26,6 +26,7 @@ use futures::StreamExt as _;
 use headroom_common::CgroupKey;
 use headroom_node_model::{Resources, resize_state};
 use headroom_proto::v1 as pb;
+use headroom_shim::kube::board::Stage;
 use headroom_shim::kube::rbac::API_CALLS;
 use headroom_shim::kube::reservations::{BoxFuture, Reserve};
 use headroom_shim::kube::{
@@ -1313,6 +1314,14 @@ async fn mock_apiserver_real_headroomd_replans_when_a_higher_priority_resize_arr
     );
     assert_eq!(first.replanned, ["default/high-priority-pod"]);
     assert!(first.preempted.is_empty());
+    // What `kubectl headroom explain` is shown: the decision, and that the room went elsewhere.
+    let shown = backend.board().explain("default/high-priority-pod").unwrap();
+    assert_eq!(shown.decision.outcome, headroom_shim::Outcome::Preempt);
+    assert!(
+        matches!(&shown.stage, Stage::Replanned { by } if by.contains("critical-pod")),
+        "{:?}",
+        shown.stage
+    );
     assert!(mutations(&state).is_empty(), "{:?}", mutations(&state));
     assert!(ledger_ids(&headroomd.socket).await.is_empty(), "room given back");
 
@@ -1334,6 +1343,29 @@ async fn mock_apiserver_real_headroomd_replans_when_a_higher_priority_resize_arr
     );
     assert!(second.replanned.is_empty());
     assert_eq!(second.preempted, ["default/low-priority-pod"]);
+    let status = backend.board().status(std::time::SystemTime::now());
+    let stages: Vec<(&str, &Stage)> = status
+        .resizes
+        .iter()
+        .map(|r| (r.pod.as_str(), &r.stage))
+        .collect();
+    assert!(
+        stages.contains(&("default/critical-pod", &Stage::Preempted))
+            && stages.contains(&("default/high-priority-pod", &Stage::Decided)),
+        "{stages:?}"
+    );
+    let critical = backend.board().explain("default/critical-pod").unwrap();
+    assert!(
+        critical
+            .explanation
+            .contains("default/low-priority-pod (priority"),
+        "{}",
+        critical.explanation
+    );
+    assert!(
+        status.headroom.is_some(),
+        "headroomd's live headroom is on the board"
+    );
     let effects = mutations(&state);
     assert_eq!(
         effects[0].reservations.as_deref(),

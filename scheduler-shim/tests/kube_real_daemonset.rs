@@ -13,6 +13,7 @@
 
 use std::{
     path::{Path, PathBuf},
+    process::Command,
     time::{Duration, Instant},
 };
 
@@ -20,7 +21,7 @@ use headroom_testkit::{
     ControlPlane, Node,
     gate::{not_root, privileged},
     images,
-    node::{POD_GATEWAY, start_cluster},
+    node::{NODE_NAME, POD_GATEWAY, start_cluster},
     tutorial::{self, reporter},
 };
 use serde_json::Value;
@@ -172,7 +173,7 @@ fn deploy() -> PathBuf {
 /// address first (`kubectl set env --local`, the manifest otherwise untouched).
 fn apply_the_manifests(plane: &ControlPlane) {
     let file = |name: &str| deploy().join(name).display().to_string();
-    for manifest in ["namespace.yaml", "rbac.yaml", "service.yaml"] {
+    for manifest in ["namespace.yaml", "rbac.yaml", "service.yaml", "viewer-rbac.yaml"] {
         plane.kubectl_ok(&["apply", "-f", &file(manifest)]).unwrap();
     }
     let env = api_server_env(plane);
@@ -182,6 +183,129 @@ fn apply_the_manifests(plane: &ControlPlane) {
     args.extend(["-o", "yaml"]);
     let with_env = plane.kubectl_ok(&args).unwrap();
     plane.kubectl_stdin(&["apply", "-f", "-"], &with_env).unwrap();
+}
+
+/// `kubectl headroom …` as an operator runs it: the real kubectl finds `kubectl-headroom` on PATH;
+/// the plugin authenticates as a ServiceAccount bound to exactly `viewer-rbac.yaml`'s roles (so a
+/// missing permission fails here) and reaches the agent's shim through `pods/proxy`.
+fn kubectl_headroom(plane: &ControlPlane, node: &Node, args: &[&str]) -> String {
+    let built = binaries().join("kubectl-headroom");
+    assert!(
+        built.is_file(),
+        "{} is not built (cargo test --workspace builds it)",
+        built.display()
+    );
+    // Installed alone in a folder on PATH, as an operator installs it (target/debug also holds
+    // cargo's kubectl-headroom.d, which `kubectl plugin list` rightly flags).
+    let plugins = node.dir().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let installed = plugins.join("kubectl-headroom");
+    if !installed.exists() {
+        std::os::unix::fs::symlink(&built, &installed).unwrap();
+    }
+    let operator = plane.service_account_kubeconfig("default", "operator").unwrap();
+    let path = format!(
+        "{}:{}",
+        plugins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(plane.bin().join("kubectl"))
+        .env("KUBECONFIG", &operator)
+        .env("PATH", path)
+        .args(args)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        out.status.success(),
+        "kubectl {}: {stdout}{stderr}\n{}",
+        args.join(" "),
+        diagnostics(plane, node)
+    );
+    println!("$ kubectl {}\n{stdout}", args.join(" "));
+    stdout
+}
+
+/// What the plugin shows after the tutorial: the decision with its victim, that the kubelet
+/// actuated it, and the node's live headroom; status lists it; a Pod never decided says so.
+fn the_plugin_explains_the_preemption(plane: &ControlPlane, node: &Node, agent: &str) {
+    plane
+        .kubectl_ok(&["create", "serviceaccount", "operator", "-n", "default"])
+        .unwrap();
+    for binding in [
+        vec![
+            "create",
+            "clusterrolebinding",
+            "operator-viewer",
+            "--clusterrole=headroom-viewer",
+        ],
+        vec![
+            "create",
+            "rolebinding",
+            "operator-viewer",
+            "-n",
+            NAMESPACE,
+            "--role=headroom-viewer",
+        ],
+    ] {
+        let mut args = binding;
+        args.push("--serviceaccount=default:operator");
+        plane.kubectl_ok(&args).unwrap();
+    }
+    let listed = kubectl_headroom(plane, node, &["plugin", "list"]);
+    assert!(listed.contains("kubectl-headroom"), "{listed}");
+    // The shim marks the resize actuated at its next cycle after the kubelet's status update.
+    let explained = real_cluster::wait_for(
+        "kubectl headroom explain to show the resize actuated",
+        Duration::from_secs(60),
+        || {
+            let json: Value = serde_json::from_str(&kubectl_headroom(
+                plane,
+                node,
+                &["headroom", "explain", "high-priority-pod", "-o", "json"],
+            ))
+            .ok()?;
+            (json["decision"]["stage"]["phase"] == "actuated").then_some(json)
+        },
+        || diagnostics(plane, node),
+    );
+    assert_eq!(explained["node"], NODE_NAME);
+    assert_eq!(explained["agent"], format!("{NAMESPACE}/{agent}"));
+    assert_eq!(explained["resize"]["state"], "None", "{explained:#}");
+    assert_eq!(explained["decision"]["decision"]["outcome"], "preempt");
+    assert_eq!(
+        explained["decision"]["decision"]["victims"][0]["name"], "low-priority-pod",
+        "{explained:#}"
+    );
+    assert!(
+        explained["headroom"]["cpuMillis"]["allocatable"]
+            .as_i64()
+            .is_some_and(|a| a > 0),
+        "the node's live headroom from headroomd: {explained:#}"
+    );
+    let text = kubectl_headroom(plane, node, &["headroom", "explain", "high-priority-pod"]);
+    for want in [
+        "Decision:  preempt",
+        "actuated",
+        "default/low-priority-pod (priority 1000)",
+        "RESOURCE",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    let status = kubectl_headroom(plane, node, &["headroom", "status", NODE_NAME]);
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("default/high-priority-pod") && l.contains("preempt")),
+        "{status}"
+    );
+    let all = kubectl_headroom(plane, node, &["headroom", "status"]);
+    assert!(all.lines().any(|l| l.starts_with(NODE_NAME)), "{all}");
+    let never = kubectl_headroom(plane, node, &["headroom", "explain", "-n", NAMESPACE, agent]);
+    assert!(never.contains("has decided nothing for this Pod"), "{never}");
 }
 
 #[test]
@@ -205,6 +329,8 @@ fn the_daemonset_from_deploy_attaches_its_probes_in_its_container_and_preempts_f
     );
     assert_probes_attached(&pod, &plane, &node);
     the_tutorial_is_preempted_by_the_agent(&plane, &node);
+    let agent = pod["metadata"]["name"].as_str().unwrap().to_string();
+    the_plugin_explains_the_preemption(&plane, &node, &agent);
 }
 
 #[test]

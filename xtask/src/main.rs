@@ -384,7 +384,7 @@ fn build_ebpf(root: &Path) -> Result<PathBuf> {
 }
 
 /// The binaries with a command line, each writing its own pages (`NAME man DIR`, hidden).
-const MAN_PAGES_OF: &[&str] = &["headroomd", "headroom-shim", "headroomctl"];
+const MAN_PAGES_OF: &[&str] = &["headroomd", "headroom-shim", "headroomctl", "kubectl-headroom"];
 
 /// `target/man/`: the release binaries' man pages (built before; never committed).
 fn man_pages(root: &Path) -> Result<()> {

@@ -4,13 +4,11 @@
 //! - `watch`: stream snapshots as they change.
 //! - `pods`: per-Pod pressure.
 //!
-//! Every listing takes `-o json|yaml|wide` (`output.rs`).
+//! Every listing takes `-o json|yaml|wide` (`headroom_client::output`).
 //! - `top`: live terminal view (ratatui) of node headroom and the most throttled / pressured Pods.
 //! - `resize`, `events`, `get pods`, `explain`: a running standalone shim, on `--shim-socket`
 //!   (see `shim.rs`).
 
-#[path = "headroomctl/output.rs"]
-mod output;
 #[path = "headroomctl/shim.rs"]
 mod shim;
 
@@ -20,8 +18,8 @@ use anyhow::Context as _;
 use clap::{CommandFactory as _, Parser, Subcommand};
 use headroom_client::cli_docs;
 use headroom_client::kubectl::table;
+use headroom_client::output::Output;
 use headroom_proto::v1::{self as pb, headroom_client::HeadroomClient};
-use output::Output;
 use tonic::transport::Channel;
 
 #[derive(Parser)]

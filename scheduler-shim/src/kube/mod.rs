@@ -14,11 +14,14 @@
 //!   evicted.
 //! - [`rbac`]: the one table of every API call; RBAC manifests are tested against it.
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz` for the DaemonSet's probes.
+//! - [`board`]: the latest decision of each resize and the live headroom, as `/status` and
+//!   `/explain` for `kubectl headroom`.
 //!
 //! Opt-outs: a namespace labelled `headroom.io/preemption=disabled` has no resize served and no Pod
 //! preempted; a node whose `spec.podPreemptionPolicy.disableResizePreemption` is non-empty gets no
 //! resize preemption (read live from the Node watch, decided by the core).
 
+pub mod board;
 pub mod effects;
 pub mod headroomd;
 pub mod http;
@@ -37,6 +40,7 @@ use thiserror::Error;
 use crate::cluster_file::ClusterFileError;
 use crate::decide::DecideError;
 
+pub use board::Board;
 pub use headroomd::{Headroomd, HeadroomdLedger, LiveHeadroom, NotFresh};
 pub use metrics::Metrics;
 pub use reconcile::{Backend, CycleReport};
@@ -281,8 +285,21 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), KubeError> {
+    let board = Arc::new(Board::new(&config.node_name, config.dry_run, ledger.live.clone()));
+    run_with_board(client, config, ledger, metrics, board, shutdown).await
+}
+
+/// [`run`], with the decisions kept on `board` (which the HTTP server shows).
+pub async fn run_with_board(
+    client: kube::Client,
+    config: KubeConfig,
+    ledger: NodeLedger,
+    metrics: Arc<Metrics>,
+    board: Arc<Board>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), KubeError> {
     let (stores, mut watchers) = watch::start(&client, &config.node_name, metrics.clone())?;
-    let mut backend = Backend::new(client, config, stores, ledger, metrics.clone());
+    let mut backend = Backend::new(client, config, stores, ledger, metrics.clone()).with_board(board);
     let result = backend.run_until(shutdown).await;
     backend.shutdown().await;
     watchers.abort_all();
@@ -301,12 +318,14 @@ pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
     kubeconfig.default_retry = false;
     let client = kube::Client::try_from(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
     let metrics = Arc::new(Metrics::default());
-    let server = http::serve(args.metrics_addr, metrics.clone()).await?;
     let ledger = match args.ledger {
         LedgerKind::Headroomd => NodeLedger::headroomd(&args.headroomd_socket, metrics.clone()),
         LedgerKind::Local => NodeLedger::local(),
     };
-    let result = run(client, args.config(), ledger, metrics, shutdown_signal()).await;
+    let config = args.config();
+    let board = Arc::new(Board::new(&config.node_name, config.dry_run, ledger.live.clone()));
+    let server = http::serve(args.metrics_addr, metrics.clone(), board.clone()).await?;
+    let result = run_with_board(client, config, ledger, metrics, board, shutdown_signal()).await;
     server.abort();
     result
 }

@@ -18,6 +18,7 @@ use headroom_node_model::{ResizeState, parse_cpu_millis, parse_memory_bytes, res
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 
+use super::board::{Board, Stage};
 use super::effects::{self, EventSpec, VictimOutcome, actions, reasons};
 use super::headroomd::{LiveHeadroom, NotFresh, unaccounted_reservations};
 use super::reservations::Reserve;
@@ -79,6 +80,8 @@ pub struct Backend {
     invalid_give_way: BTreeSet<(String, String)>,
     /// Pods shrunk in place, watched for pressure for a while after.
     aftercare: Vec<crate::give_way::aftercare::Watched>,
+    /// The latest decision of each resize, for `/status` and `/explain`.
+    board: Arc<Board>,
 }
 
 fn key(pod: &Pod) -> String {
@@ -109,6 +112,8 @@ impl Backend {
         ledger: NodeLedger,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let (config_node, config_dry_run) = (config.node_name.clone(), config.dry_run);
+        let live_for_board = ledger.live.clone();
         Backend {
             client,
             config,
@@ -121,7 +126,19 @@ impl Backend {
             retry_soon: false,
             invalid_give_way: BTreeSet::new(),
             aftercare: Vec::new(),
+            board: Arc::new(Board::new(&config_node, config_dry_run, live_for_board)),
         }
+    }
+
+    /// Keeps decisions on `board` (shared with the HTTP server) instead of a board of its own.
+    pub fn with_board(mut self, board: Arc<Board>) -> Self {
+        self.board = board;
+        self
+    }
+
+    /// The decisions this backend has made.
+    pub fn board(&self) -> &Arc<Board> {
+        &self.board
     }
 
     /// Waits for the first list of every watch, then reconciles on every change and every `resync`
@@ -298,6 +315,8 @@ impl Backend {
         );
         tracing::warn!(pod = %pod_key, reason = why.label(), %why, "not preempting: headroomd's live headroom is not fresh; nobody evicted");
         self.metrics.preemption_blocked(why.label());
+        self.board
+            .staged(&pod_key, Stage::Blocked { why: why.to_string() });
         report.blocked.push((pod_key, why.to_string()));
         self.retry_soon = true;
         let uid = resizer.uid.clone().unwrap_or_default();
@@ -328,6 +347,12 @@ impl Backend {
         note: String,
     ) {
         self.metrics.preemption_failed();
+        let pod_key = format!(
+            "{}/{}",
+            resizer.namespace.as_deref().unwrap_or_default(),
+            resizer.name.as_deref().unwrap_or_default()
+        );
+        self.board.staged(&pod_key, Stage::Failed { why: note.clone() });
         let uid = resizer.uid.clone().unwrap_or_default();
         if self
             .announced
@@ -360,11 +385,14 @@ impl Backend {
                 None => {
                     tracing::info!(pod = %pod_key, "resizing pod went away; reservation released");
                     self.metrics.abandoned();
+                    self.board.staged(&pod_key, Stage::Abandoned);
                     report.abandoned.push(pod_key);
                 }
                 Some(pod) if resize_completed(pod) => {
                     tracing::info!(pod = %pod_key, latency_ms = elapsed.as_millis() as u64, "resize actuated");
                     self.metrics.completed(elapsed);
+                    let after_ms = elapsed.as_millis().try_into().unwrap_or(u64::MAX);
+                    self.board.staged(&pod_key, Stage::Actuated { after_ms });
                     report.completed.push((pod_key, elapsed));
                     let note = format!(
                         "Resize actuated {:.3}s after preempting {} pod(s): PodResizeInProgress gone, allocatedResources updated",
@@ -384,6 +412,7 @@ impl Backend {
                 Some(_) if elapsed >= self.config.resize_timeout => {
                     tracing::warn!(pod = %pod_key, "resize not actuated in time; reservation released");
                     self.metrics.timed_out();
+                    self.board.staged(&pod_key, Stage::TimedOut);
                     report.timed_out.push(pod_key);
                     let note = format!(
                         "Resize not actuated {}s after preemption; reservation released",
@@ -542,6 +571,13 @@ impl preempt::Backend for KubeCycle<'_> {
         let outcome = decision.outcome;
         self.backend.metrics.decision(outcome.as_str());
         self.report.decisions.push((resize.key.clone(), outcome));
+        self.backend.board.decided(
+            &resize.key,
+            &resize.uid,
+            resize.generation,
+            decision,
+            std::time::SystemTime::now(),
+        );
         tracing::info!(pod = %resize.key, outcome = outcome.as_str(), message = %decision.message, victims = decision.victims.len(), "decided");
     }
 
@@ -559,6 +595,7 @@ impl preempt::Backend for KubeCycle<'_> {
                 tracing::info!(pod = %resize.key, victims = %victim_list, "dry run: would preempt");
                 b.metrics.would_preempt(n as u64);
                 self.report.would_preempt.push(resize.key.clone());
+                b.board.staged(&resize.key, Stage::WouldPreempt);
                 let note = format!(
                     "Dry run: would preempt {n} pod(s) on node {}: {victim_list}. {}",
                     b.config.node_name, decision.message
@@ -726,6 +763,12 @@ impl preempt::Backend for KubeCycle<'_> {
         tracing::info!(pod = %resize.key, preempted_by = %first, "re-planning: a higher-priority resize arrived; nobody evicted");
         self.backend.metrics.replanned();
         self.report.replanned.push(resize.key.clone());
+        self.backend.board.staged(
+            &resize.key,
+            Stage::Replanned {
+                by: first.to_string(),
+            },
+        );
         self.backend.stores.changed.notify_one();
     }
 
@@ -773,6 +816,7 @@ impl preempt::Backend for KubeCycle<'_> {
             }
         }
         let n = decision.victims.len();
+        b.board.staged(&resize.key, Stage::Preempted);
         b.metrics.preempted(b.config.preemption.as_str(), n as u64);
         let note = format!(
             "Preempted {n} pod(s) on node {node} for this resize: {}",

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use headroom_client::kubectl::{human_duration, table};
 use headroom_proto::v1::{self as pb, standalone_client::StandaloneClient};
 
-use crate::output::Output;
+use headroom_client::output::Output;
 
 #[derive(Subcommand)]
 pub enum ShimCommand {

@@ -1,6 +1,7 @@
-//! `-o json|yaml|wide`, as kubectl has it, for every listing. JSON and YAML are the response
-//! message itself through its serde impls (pbjson: the proto3 JSON mapping, every field), never a
-//! map built here; the default and `wide` are kubectl's table ([`headroom_client::kubectl::table`]).
+//! `-o json|yaml|wide`, as kubectl has it, for every listing of headroomctl and kubectl-headroom.
+//! JSON and YAML are the value itself through its serde impls (for headroomd's messages pbjson:
+//! the proto3 JSON mapping, every field), never a map built here; the default and `wide` are
+//! kubectl's table ([`crate::kubectl::table`]).
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
