@@ -360,6 +360,24 @@ impl PodCgroups {
         self.roots.container_dirs(&self.uid, container)
     }
 
+    /// `container`'s `cgroup.procs` files (one per hierarchy on v1), open for writing: a process
+    /// about to exec writes `0` to each to move itself in, so that nothing it forks starts
+    /// outside its cgroup.
+    pub fn procs_files(&self, container: &str) -> Result<Vec<std::fs::File>, CgroupError> {
+        let dirs = self.container_dirs(container)?;
+        self.roots.check(&dirs)?;
+        dirs.paths()
+            .into_iter()
+            .map(|d| {
+                let path = d.join("cgroup.procs");
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|source| CgroupError::Open { path, source })
+            })
+            .collect()
+    }
+
     /// Moves `pid` into `container`'s cgroup (in every hierarchy on v1).
     pub fn add_process(&self, container: &str, pid: u32) -> Result<(), CgroupError> {
         let dirs = self.container_dirs(container)?;

@@ -1,7 +1,8 @@
 //! What a running Pod is on this machine: its cgroups (`headroom_actuator::PodCgroups`, values
 //! converted from the Pod's resources as the kubelet converts them) and one real process per
-//! container. The image is ignored: every container runs `sleep infinity`, which exits on SIGTERM
-//! like a well-behaved workload.
+//! container, started inside its container's cgroup. There are no images: a container runs its
+//! `command` and `args` as a host process ([`container_command`]), and `sleep infinity` (which
+//! exits on SIGTERM like a well-behaved workload) when it gives neither.
 
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
@@ -18,8 +19,84 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use thiserror::Error;
 
-/// The command every container runs.
-pub const CONTAINER_COMMAND: [&str; 2] = ["sleep", "infinity"];
+/// What a container that names no command runs.
+pub const DEFAULT_COMMAND: [&str; 2] = ["sleep", "infinity"];
+
+/// What a container runs here, and its environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerCommand {
+    /// Program and arguments, never empty.
+    pub argv: Vec<String>,
+    /// `env` entries with a plain `value`, expanded, in spec order.
+    pub env: Vec<(String, String)>,
+    pub working_dir: Option<String>,
+}
+
+/// The container's `command` followed by its `args`, with `$(VAR)` references expanded from its
+/// `env` as the kubelet expands them. Without an image there is no ENTRYPOINT or CMD: `args`
+/// alone are the whole command line, and neither gives [`DEFAULT_COMMAND`]. `env` entries taken
+/// from elsewhere (`valueFrom`) are left out.
+pub fn container_command(container: &Container) -> ContainerCommand {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for var in container.env.iter().flatten() {
+        let Some(value) = &var.value else { continue };
+        // An entry may refer to the entries before it.
+        let value = expand(value, &env);
+        env.push((var.name.clone(), value));
+    }
+    let argv: Vec<String> = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .map(|a| expand(a, &env))
+        .collect();
+    let argv = if argv.first().is_some_and(|p| !p.is_empty()) {
+        argv
+    } else {
+        DEFAULT_COMMAND.map(String::from).to_vec()
+    };
+    ContainerCommand {
+        argv,
+        env,
+        working_dir: container.working_dir.clone().filter(|d| !d.is_empty()),
+    }
+}
+
+/// The kubelet's `$(VAR)` expansion (k8s.io/kubernetes `third_party/forked/golang/expansion`):
+/// `$(NAME)` becomes NAME's value when defined and stays as written otherwise, `$$` is a literal
+/// `$`, and any other `$` is kept.
+pub fn expand(input: &str, env: &[(String, String)]) -> String {
+    let lookup = |name: &str| env.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    let mut out = String::with_capacity(input.len());
+    let mut rest = input;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(open) = after.strip_prefix('(')
+            && let Some(close) = open.find(')')
+        {
+            let name = &open[..close];
+            match lookup(name) {
+                Some(value) => out.push_str(value),
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = &open[close + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 #[derive(Debug, Error)]
 pub enum RuntimeError {
@@ -33,10 +110,11 @@ pub enum RuntimeError {
     },
     #[error("pod {pod}: cgroups: {source}")]
     Cgroup { pod: String, source: CgroupError },
-    #[error("pod {pod}: container {container}: starting `{}`: {source}", CONTAINER_COMMAND.join(" "))]
+    #[error("pod {pod}: container {container}: starting `{command}`: {source}")]
     Spawn {
         pod: String,
         container: String,
+        command: String,
         source: std::io::Error,
     },
 }
@@ -112,31 +190,40 @@ impl PodRuntime {
             cgroups,
             processes: Vec::new(),
         };
-        for container in &names {
-            let mut command = Command::new(CONTAINER_COMMAND[0]);
+        let specs = pod.spec.iter().flat_map(|s| s.containers.iter());
+        for container in specs {
+            let run = container_command(container);
+            let procs = match this.cgroups.procs_files(&container.name) {
+                Ok(procs) => procs,
+                Err(source) => {
+                    this.kill_now();
+                    return Err(cgroup_err(source));
+                }
+            };
+            let mut command = Command::new(&run.argv[0]);
             command
-                .args(&CONTAINER_COMMAND[1..])
+                .args(&run.argv[1..])
+                .envs(run.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let spawned = spawn_tied_to_this_process(command);
-            let child = match spawned {
+            if let Some(dir) = &run.working_dir {
+                command.current_dir(dir);
+            }
+            join_cgroup_before_exec(&mut command, procs);
+            let child = match spawn_tied_to_this_process(command) {
                 Ok(child) => child,
                 Err(source) => {
                     this.kill_now();
                     return Err(RuntimeError::Spawn {
                         pod: name,
-                        container: (*container).to_string(),
+                        container: container.name.clone(),
+                        command: run.argv.join(" "),
                         source,
                     });
                 }
             };
-            let pid = child.id();
-            this.processes.push(((*container).to_string(), child));
-            if let Err(source) = this.cgroups.add_process(container, pid) {
-                this.kill_now();
-                return Err(cgroup_err(source));
-            }
+            this.processes.push((container.name.clone(), child));
         }
         Ok(this)
     }
@@ -303,6 +390,25 @@ fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
+/// Has the child write `0` (itself) to each of its container's `cgroup.procs` between fork and
+/// exec: a real workload may fork at once, and whatever it starts must be charged to its cgroup
+/// from the first instruction, not after the parent moves it.
+fn join_cgroup_before_exec(command: &mut Command, procs: Vec<std::fs::File>) {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: the closure runs between fork and exec and calls only write(2), which is
+    // async-signal-safe; the files stay open because the closure owns them.
+    unsafe {
+        command.pre_exec(move || {
+            for file in &procs {
+                if libc::write(file.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 type SpawnJob = (Command, mpsc::SyncSender<std::io::Result<Child>>);
 
 /// Starts `command` so that the kernel SIGKILLs it when this process dies
@@ -416,5 +522,81 @@ pub fn remove_roots(roots: &Roots) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::info!(root = %dir.display(), error = %e, "pod cgroup root left in place"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::EnvVar;
+
+    fn var(name: &str, value: &str) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value: Some(value.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn dollar_references_expand_as_the_kubelet_expands_them() {
+        let env = vec![
+            ("A".to_string(), "1".to_string()),
+            ("B".to_string(), "x y".to_string()),
+        ];
+        for (input, want) in [
+            ("$(A)", "1"),
+            ("pre-$(A)-$(B)", "pre-1-x y"),
+            ("$$(A)", "$(A)"),
+            ("$(MISSING)", "$(MISSING)"),
+            ("$A $", "$A $"),
+            ("$(unclosed", "$(unclosed"),
+            ("", ""),
+        ] {
+            assert_eq!(expand(input, &env), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn command_then_args_with_env_and_the_default_without_either() {
+        let container = Container {
+            name: "c".into(),
+            command: Some(vec!["sh".into(), "-c".into()]),
+            args: Some(vec!["echo $(GREETING) > $(OUT)".into()]),
+            env: Some(vec![
+                var("GREETING", "hi"),
+                var("OUT", "/tmp/$(GREETING).txt"),
+                EnvVar {
+                    name: "FROM_FIELD".into(),
+                    value: None,
+                    ..Default::default()
+                },
+            ]),
+            working_dir: Some("/tmp".into()),
+            ..Default::default()
+        };
+        let run = container_command(&container);
+        assert_eq!(run.argv, ["sh", "-c", "echo hi > /tmp/hi.txt"]);
+        assert_eq!(
+            run.env,
+            [
+                ("GREETING".to_string(), "hi".to_string()),
+                ("OUT".to_string(), "/tmp/hi.txt".to_string())
+            ]
+        );
+        assert_eq!(run.working_dir.as_deref(), Some("/tmp"));
+
+        let args_only = Container {
+            args: Some(vec!["yes".into()]),
+            ..Default::default()
+        };
+        assert_eq!(container_command(&args_only).argv, ["yes"]);
+        let neither = Container::default();
+        assert_eq!(container_command(&neither).argv, DEFAULT_COMMAND);
+        let empty = Container {
+            command: Some(vec![]),
+            ..Default::default()
+        };
+        assert_eq!(container_command(&empty).argv, DEFAULT_COMMAND);
     }
 }
