@@ -582,3 +582,105 @@ async fn tcp_connections_over_the_cap_are_closed_at_once() {
     };
     assert_eq!(snapshot.node_name, "test-node");
 }
+
+/// cert-manager rotates the Secret's files in place: new connections get the new certificate
+/// and client CA within a reload check, and a connection made before keeps serving.
+#[tokio::test]
+async fn rotated_tls_files_are_served_to_new_connections() {
+    let old_ca = Ca::new("headroom CA before rotation");
+    let dir = tempfile::tempdir().unwrap();
+    let tcp = server_files(dir.path(), &old_ca);
+    let files = tcp.clone();
+    let d = start_with(dir, AccessPolicy::default(), Some(tcp)).await;
+    let old_client = old_ca.client("dashboard", &["dashboard.example"]);
+    let before = channel(addr(&d), Some(client_tls(&old_ca, Some(&old_client))))
+        .await
+        .unwrap();
+    HeadroomClient::new(before.clone())
+        .get_headroom(pb::GetHeadroomRequest::default())
+        .await
+        .unwrap();
+
+    let new_ca = Ca::new("headroom CA after rotation");
+    let server = new_ca.server();
+    std::fs::write(&files.tls_cert, &server.cert).unwrap();
+    std::fs::write(&files.tls_key, &server.key).unwrap();
+    std::fs::write(&files.client_ca, new_ca.pem()).unwrap();
+    let new_client = new_ca.client("dashboard", &["dashboard.example"]);
+    let deadline = std::time::Instant::now() + server::tls::RELOAD_CHECK_EVERY * 3;
+    loop {
+        match get_headroom(addr(&d), Some(client_tls(&new_ca, Some(&new_client)))).await {
+            Ok(s) => {
+                assert_eq!(s.node_name, "test-node");
+                break;
+            }
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "the rotated certificate was never served: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // New connections trusting only the old CA, or presenting its client certificate, fail.
+    let e = get_headroom(addr(&d), Some(client_tls(&old_ca, Some(&old_client))))
+        .await
+        .unwrap_err();
+    assert!(!e.is_empty());
+    let e = get_headroom(addr(&d), Some(client_tls(&new_ca, Some(&old_client))))
+        .await
+        .unwrap_err();
+    assert!(!e.is_empty());
+    // The connection made before the rotation is not cut.
+    HeadroomClient::new(before)
+        .get_headroom(pb::GetHeadroomRequest::default())
+        .await
+        .unwrap();
+}
+
+/// Files that change into something unusable are refused with the same clear error as at start,
+/// once, and the configuration loaded before stays; fixing them is picked up.
+#[test]
+fn unusable_rotated_files_are_refused_and_the_old_ones_kept() {
+    let ca = Ca::new("headroom CA");
+    let dir = tempfile::tempdir().unwrap();
+    let tcp = server_files(dir.path(), &ca);
+    let tls = server::tls::ReloadingTls::load(&tcp).unwrap();
+    let served = tls.current();
+    assert!(tls.check().is_none(), "nothing changed");
+
+    std::fs::write(&tcp.tls_cert, "not a certificate").unwrap();
+    let refused = tls.check().expect("a change is reported").unwrap_err();
+    let text = refused.to_string();
+    assert!(
+        text.contains("server.tcp.tls_cert") && text.contains("server.crt"),
+        "{text}"
+    );
+    assert!(
+        Arc::ptr_eq(&tls.current(), &served),
+        "the old configuration is kept"
+    );
+    assert!(tls.check().is_none(), "the same refusal is reported once");
+
+    // A key from another certificate: the pair is refused, nothing half-applied.
+    let other = ca.server();
+    std::fs::write(&tcp.tls_cert, ca.server().cert).unwrap();
+    std::fs::write(&tcp.tls_key, &other.key).unwrap();
+    let refused = tls.check().expect("a change is reported").unwrap_err();
+    assert!(refused.to_string().contains("does not belong"), "{refused}");
+    assert!(Arc::ptr_eq(&tls.current(), &served));
+
+    // A missing file mid-rotation.
+    std::fs::remove_file(&tcp.client_ca).unwrap();
+    let refused = tls.check().expect("a change is reported").unwrap_err();
+    assert!(refused.to_string().contains("server.tcp.client_ca"), "{refused}");
+    assert!(tls.check().is_none(), "reported once");
+
+    std::fs::write(&tcp.tls_cert, &other.cert).unwrap();
+    std::fs::write(&tcp.client_ca, ca.pem()).unwrap();
+    tls.check().expect("a change is reported").unwrap();
+    assert!(
+        !Arc::ptr_eq(&tls.current(), &served),
+        "the fixed files are served"
+    );
+    assert!(tls.check().is_none());
+}

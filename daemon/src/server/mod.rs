@@ -11,7 +11,6 @@ pub mod service;
 pub mod tls;
 pub mod validate;
 
-use crate::error_chain;
 use std::{
     io,
     net::SocketAddr,
@@ -98,9 +97,6 @@ pub enum ServerError {
     /// A TLS file of `[server.tcp]` cannot be used.
     #[error(transparent)]
     Tls(#[from] TlsError),
-    /// tonic refused the (already checked) TLS settings.
-    #[error("TLS setup for server.tcp: {0}")]
-    TlsSetup(String),
     /// The TCP address could not be bound.
     #[error("server.tcp.listen {addr}: cannot bind: {source}")]
     TcpBind {
@@ -288,7 +284,7 @@ pub async fn serve(
     let tcp = match tcp {
         None => None,
         Some(tcp) => {
-            let tls = tls::load(tcp)?;
+            let tls = tls::ReloadingTls::load(tcp)?;
             let listener = TcpListener::bind(tcp.listen)
                 .await
                 .map_err(|source| ServerError::TcpBind {
@@ -334,26 +330,25 @@ pub async fn serve(
         };
     let tcp = match tcp {
         None => None,
-        Some((tls, listener, addr)) => {
-            let router = routes(
-                builder()
-                    .tls_config(tls)
-                    .map_err(|e| ServerError::TlsSetup(error_chain(&e)))?,
-            )?;
-            Some((router, listener, addr))
-        }
+        Some((tls, listener, addr)) => Some((routes(builder())?, tls, listener, addr)),
     };
     let router = routes(builder())?;
     // Last: everything that can fail has, so a refused start leaves no socket file.
     let listener = bind_socket(&config.socket_path, config.socket_mode)?;
     let tcp_connections = Arc::new(ConnectionStats::default());
-    let tcp = tcp.map(|(router, listener, addr)| {
-        let incoming = connections::accept(listener, config.connections.clone(), tcp_connections.clone());
-        tracing::info!(%addr, "gRPC serving on TCP (mutual TLS)");
-        let serving = Listener::spawn(|rx| {
-            router.serve_with_incoming_shutdown(incoming, async {
-                let _ = rx.await;
-            })
+    let tcp = tcp.map(|(router, tls, listener, addr)| {
+        let accepted = connections::accept(listener, config.connections.clone(), tcp_connections.clone());
+        let reload = tls.watch(tls::RELOAD_CHECK_EVERY);
+        let incoming = tls::handshakes(accepted, tls);
+        tracing::info!(%addr, reload_check_secs = tls::RELOAD_CHECK_EVERY.as_secs(), "gRPC serving on TCP (mutual TLS)");
+        let serving = Listener::spawn(|rx| async move {
+            let served = router
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = rx.await;
+                })
+                .await;
+            reload.abort();
+            served
         });
         (addr, serving)
     });

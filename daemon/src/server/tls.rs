@@ -8,8 +8,19 @@
 //! Who a TLS client is: the names in the subject alternative names (DNS names and URIs, e.g. a
 //! SPIFFE id) of its verified certificate ([`client_names`]). What it may do is decided in
 //! [`super::access`].
+//!
+//! The files are re-read every [`RELOAD_CHECK_EVERY`] ([`ReloadingTls`]): cert-manager and the
+//! kubelet rotate a Secret's files in place, and new connections get the new certificate and
+//! client CA at once. Files that do not load are refused as at start (logged once, naming the
+//! file), and the ones loaded before keep being served: nothing half-applied.
 
 use std::{io, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use arc_swap::ArcSwap;
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+use tokio_rustls::{TlsAcceptor, server::TlsStream};
+use tokio_stream::wrappers::ReceiverStream;
 
 use rustls::{
     RootCertStore, ServerConfig,
@@ -17,10 +28,12 @@ use rustls::{
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
     server::WebPkiClientVerifier,
 };
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 /// A client that has not finished its TLS handshake by then is disconnected.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often the TLS files are compared with what is being served.
+pub const RELOAD_CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// TCP listener settings (mutual TLS is mandatory).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,16 +149,27 @@ impl File {
     }
 }
 
-/// Reads and checks the three files of `tcp` and returns tonic's TLS settings for them: the
-/// server identity, client certificates required and verified against `client_ca`, a handshake
-/// timeout of [`HANDSHAKE_TIMEOUT`].
-///
-/// Everything tonic will do with the files is done here first (same rustls calls), so that
-/// whatever is wrong is reported with the file's name rather than as a bare "transport error".
-pub fn load(tcp: &TcpConfig) -> Result<ServerTlsConfig, TlsError> {
-    let cert = File::read("server.tcp.tls_cert", &tcp.tls_cert)?;
-    let key = File::read("server.tcp.tls_key", &tcp.tls_key)?;
-    let ca = File::read("server.tcp.client_ca", &tcp.client_ca)?;
+/// The three files' contents, as last read.
+#[derive(Clone, PartialEq, Eq)]
+struct Contents([Vec<u8>; 3]);
+
+fn read_all(tcp: &TcpConfig) -> Result<(File, File, File), TlsError> {
+    Ok((
+        File::read("server.tcp.tls_cert", &tcp.tls_cert)?,
+        File::read("server.tcp.tls_key", &tcp.tls_key)?,
+        File::read("server.tcp.client_ca", &tcp.client_ca)?,
+    ))
+}
+
+/// Reads and checks the three files of `tcp` and builds the server's TLS configuration: its
+/// identity, client certificates required and verified against `client_ca`, HTTP/2 by ALPN.
+/// Whatever is wrong is reported with the file's name rather than as a bare "transport error".
+pub fn load(tcp: &TcpConfig) -> Result<Arc<ServerConfig>, TlsError> {
+    let (cert, key, ca) = read_all(tcp)?;
+    build(&cert, &key, &ca)
+}
+
+fn build(cert: &File, key: &File, ca: &File) -> Result<Arc<ServerConfig>, TlsError> {
     let chain = cert.certificates()?;
     let private_key = key.private_key()?;
     let provider = provider();
@@ -167,7 +191,7 @@ pub fn load(tcp: &TcpConfig) -> Result<ServerTlsConfig, TlsError> {
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
         .map_err(|e| ca.problem(format!("cannot verify clients with it: {e}")))?;
-    ServerConfig::builder_with_provider(provider)
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .and_then(|b| {
             b.with_client_cert_verifier(verifier)
@@ -183,14 +207,145 @@ pub fn load(tcp: &TcpConfig) -> Result<ServerTlsConfig, TlsError> {
                 e => e.to_string(),
             },
         })?;
-    // tonic builds its rustls configuration with the process-wide provider: make it `ring`
-    // (a no-op if one is installed already).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Ok(ServerTlsConfig::new()
-        .identity(Identity::from_pem(cert.bytes, key.bytes))
-        .client_ca_root(Certificate::from_pem(ca.bytes))
-        .client_auth_optional(false)
-        .timeout(HANDSHAKE_TIMEOUT))
+    // gRPC is HTTP/2 only.
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The TCP listener's TLS configuration, replaced when its files change.
+pub struct ReloadingTls {
+    tcp: TcpConfig,
+    current: ArcSwap<ServerConfig>,
+    /// What `current` was built from, and the last contents refused (so a refusal is logged
+    /// once, not at every check).
+    seen: std::sync::Mutex<(Contents, Option<Contents>)>,
+}
+
+impl ReloadingTls {
+    /// Loads the files once; an error here refuses the start.
+    pub fn load(tcp: &TcpConfig) -> Result<Arc<Self>, TlsError> {
+        let (cert, key, ca) = read_all(tcp)?;
+        let config = build(&cert, &key, &ca)?;
+        let contents = Contents([cert.bytes, key.bytes, ca.bytes]);
+        Ok(Arc::new(ReloadingTls {
+            tcp: tcp.clone(),
+            current: ArcSwap::new(config),
+            seen: std::sync::Mutex::new((contents, None)),
+        }))
+    }
+
+    /// The configuration new connections get.
+    pub fn current(&self) -> Arc<ServerConfig> {
+        self.current.load_full()
+    }
+
+    /// Re-reads the files; `Some(Ok(()))` when a new configuration is served from now on,
+    /// `Some(Err(_))` when changed files were refused (the old one is kept), `None` when nothing
+    /// changed (or the same refused contents are still there).
+    pub fn check(&self) -> Option<Result<(), TlsError>> {
+        let read = read_all(&self.tcp);
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let (cert, key, ca) = match read {
+            Ok(files) => files,
+            // A file mid-rotation may be missing for a moment: report it only if it persists
+            // to the next check with the same error text.
+            Err(e) => {
+                let marker = Contents([e.to_string().into_bytes(), Vec::new(), Vec::new()]);
+                if seen.1.as_ref() == Some(&marker) {
+                    return None;
+                }
+                seen.1 = Some(marker);
+                return Some(Err(e));
+            }
+        };
+        let contents = Contents([cert.bytes.clone(), key.bytes.clone(), ca.bytes.clone()]);
+        if contents == seen.0 {
+            seen.1 = None;
+            return None;
+        }
+        if seen.1.as_ref() == Some(&contents) {
+            return None;
+        }
+        match build(&cert, &key, &ca) {
+            Ok(config) => {
+                self.current.store(config);
+                *seen = (contents, None);
+                Some(Ok(()))
+            }
+            Err(e) => {
+                seen.1 = Some(contents);
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Checks every `every` until the returned task is aborted.
+    pub fn watch(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let this = this.clone();
+                // File reads: off the runtime's worker threads.
+                let checked = tokio::task::spawn_blocking(move || this.check()).await;
+                match checked {
+                    Ok(Some(Ok(()))) => tracing::info!(
+                        "TLS files changed: new connections get the new certificate and client CA"
+                    ),
+                    Ok(Some(Err(error))) => {
+                        tracing::warn!(%error, "TLS files changed but cannot be used; still serving the ones loaded before")
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "TLS reload check failed"),
+                }
+            }
+        })
+    }
+}
+
+/// TLS handshakes on the accepted connections, each with [`HANDSHAKE_TIMEOUT`] and the
+/// configuration current when it was accepted; yields the connections that completed one. A
+/// failed handshake costs that connection only.
+pub fn handshakes<IO>(
+    mut accepted: impl futures::Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
+    tls: Arc<ReloadingTls>,
+) -> ReceiverStream<io::Result<TlsStream<IO>>>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::select! {
+                // tonic dropped its incoming: the server is stopping.
+                () = tx.closed() => return,
+                next = accepted.next() => next,
+            };
+            let Some(next) = next else { return };
+            let stream = match next {
+                Ok(stream) => stream,
+                Err(e) => {
+                    tracing::debug!(error = %e, "accept");
+                    continue;
+                }
+            };
+            let acceptor = TlsAcceptor::from(tls.current());
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = tx.send(Ok(stream)).await;
+                    }
+                    Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                    Err(_) => tracing::debug!("TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    ReceiverStream::new(rx)
 }
 
 /// The names a verified client certificate carries: its DNS and URI subject alternative names,
