@@ -22,6 +22,19 @@ pub mod logging;
 pub mod output;
 
 pub use connect::{connect_tcp, connect_uds, headroom_client};
+
+/// The commit the binaries were built from (`git rev-parse --short=12 HEAD` at build time).
+pub const GIT_COMMIT: &str = env!("HEADROOM_GIT_COMMIT");
+/// What every binary's `--version` prints after its name, and what headroomd sends in
+/// [`VERSION_HEADER`]: the crate version and the commit.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HEADROOM_GIT_COMMIT"),
+    ")"
+);
+/// The response header (gRPC initial metadata) in which headroomd names its [`VERSION`].
+pub const VERSION_HEADER: &str = "headroom-version";
 pub use headroomd::{Headroomd, HeadroomdError, RPC_TIMEOUT};
 
 /// `error` and its sources, joined by ": " (what tonic, aya and kube errors need to say why).

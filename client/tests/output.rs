@@ -201,3 +201,35 @@ async fn headroom_and_watch_as_json_yaml_table_and_wide() {
     );
     d.shutdown().await;
 }
+
+/// `headroomctl version` asks headroomd (its `headroom-version` header) and names both commits;
+/// without a server it prints its own and fails, naming the socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_names_the_client_and_the_server() {
+    let d = daemon().await;
+    let json: serde_json::Value =
+        serde_json::from_str(&headroomctl(&d.socket, &["version", "-o", "json"]).await).unwrap();
+    assert_eq!(json["clientVersion"], headroom_client::VERSION);
+    assert_eq!(json["serverVersion"], headroomd::VERSION);
+    assert!(headroom_client::VERSION.contains("(commit "));
+    let text = headroomctl(&d.socket, &["version"]).await;
+    assert_eq!(
+        text.trim(),
+        format!(
+            "Client Version: {}\nServer Version: {}",
+            headroom_client::VERSION,
+            headroomd::VERSION
+        )
+    );
+    let missing = d.socket.with_extension("gone");
+    let out = Command::new(HEADROOMCTL)
+        .arg("--socket")
+        .arg(&missing)
+        .arg("version")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Client Version:"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+}

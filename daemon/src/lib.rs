@@ -19,15 +19,7 @@ pub mod server;
 
 pub use headroom_client::error_chain;
 
-/// The commit this binary was built from (`git rev-parse --short=12 HEAD` at build time).
-pub const GIT_COMMIT: &str = env!("HEADROOM_GIT_COMMIT");
-/// What `--version` prints after the name: the crate version and the commit.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("HEADROOM_GIT_COMMIT"),
-    ")"
-);
+pub use headroom_client::{GIT_COMMIT, VERSION};
 
 pub use headroom_client::logging::LogFormat;
 

@@ -20,7 +20,7 @@ use kubectl_headroom::{Explained, SHIM_CONTAINER, SHIM_PORT_NAME, explain_text, 
 #[command(
     name = "kubectl-headroom",
     bin_name = "kubectl-headroom",
-    version,
+    version = headroom_client::VERSION,
     about = "kubectl headroom: resize preemption decisions and live node headroom, from each node's headroom agent"
 )]
 struct Cli {

@@ -21,7 +21,7 @@ use serde::Serialize;
 #[derive(Debug, Parser)]
 #[command(
     name = "headroom-shim",
-    version,
+    version = headroom_client::VERSION,
     about = "Preemption for Deferred in-place Pod resizes on one node"
 )]
 pub struct Cli {

@@ -25,7 +25,7 @@ use tonic::transport::Channel;
 #[derive(Parser)]
 #[command(
     name = "headroomctl",
-    version,
+    version = headroom_client::VERSION,
     about = "Query headroomd: node headroom, per-Pod pressure, live view"
 )]
 struct Cli {
@@ -78,6 +78,12 @@ enum Command {
         /// Service to check ("" = the server as a whole).
         #[arg(long, default_value = "")]
         service: String,
+    },
+    /// This headroomctl's version and headroomd's (from its `headroom-version` response header),
+    /// as `kubectl version` prints them.
+    Version {
+        #[command(flatten)]
+        output: Output,
     },
     #[command(flatten)]
     Shim(shim::ShimCommand),
@@ -272,6 +278,47 @@ async fn health(socket: &std::path::Path, service: String) -> anyhow::Result<()>
     Ok(())
 }
 
+/// `headroomctl version -o json|yaml`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Versions {
+    client_version: String,
+    server_version: Option<String>,
+}
+
+async fn version(socket: &std::path::Path, output: Output) -> anyhow::Result<()> {
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+    let server = async {
+        let channel = headroom_client::connect_uds(socket)
+            .await
+            .with_context(|| format!("connect to headroomd at {}", socket.display()))?;
+        let response = tokio::time::timeout(
+            Duration::from_secs(5),
+            HealthClient::new(channel).check(HealthCheckRequest::default()),
+        )
+        .await
+        .context("headroomd did not answer within 5 s")??;
+        let header = response
+            .metadata()
+            .get(headroom_client::VERSION_HEADER)
+            .context("headroomd sent no headroom-version header (a version before 0.1.0 with it)")?;
+        anyhow::Ok(header.to_str().unwrap_or("<not text>").to_string())
+    }
+    .await;
+    let versions = Versions {
+        client_version: headroom_client::VERSION.to_string(),
+        server_version: server.as_ref().ok().cloned(),
+    };
+    output.print(&versions, |_| {
+        let mut text = format!("Client Version: {}", versions.client_version);
+        if let Some(v) = &versions.server_version {
+            text.push_str(&format!("\nServer Version: {v}"));
+        }
+        text
+    })?;
+    server.map(drop)
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -279,6 +326,7 @@ async fn main() -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Shim(command) => return shim::run(&cli.shim_socket, command).await,
         Command::Health { service } => return health(&cli.socket, service).await,
+        Command::Version { output } => return version(&cli.socket, output).await,
         Command::Completion(args) => {
             cli_docs::print_completion(Cli::command(), args);
             return Ok(());
@@ -342,7 +390,11 @@ async fn main() -> anyhow::Result<()> {
             output.print(&r, |wide| pods_table(&r.pods, wide))?;
         }
         Command::Top { rows } => top::run(c, rows).await?,
-        Command::Shim(_) | Command::Health { .. } | Command::Completion(_) | Command::Man(_) => {} // returned above
+        Command::Shim(_)
+        | Command::Health { .. }
+        | Command::Version { .. }
+        | Command::Completion(_)
+        | Command::Man(_) => {} // returned above
     }
     Ok(())
 }

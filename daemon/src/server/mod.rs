@@ -30,7 +30,24 @@ use tokio::{
 };
 
 /// The server stack: [`AccessLayer`] in front of every route.
-type WithAccess = tower_layer::Stack<AccessLayer, tower_layer::Identity>;
+type WithAccess = tower_layer::Stack<
+    AccessLayer,
+    tower_layer::Stack<
+        tower_http::set_header::SetResponseHeaderLayer<tonic::codegen::http::HeaderValue>,
+        tower_layer::Identity,
+    >,
+>;
+
+/// `headroom-version: VERSION` on every response (`headroomctl version` reads it), refusals
+/// included.
+fn version_header() -> tower_http::set_header::SetResponseHeaderLayer<tonic::codegen::http::HeaderValue> {
+    let value = tonic::codegen::http::HeaderValue::from_str(crate::VERSION)
+        .unwrap_or_else(|_| tonic::codegen::http::HeaderValue::from_static("unknown"));
+    tower_http::set_header::SetResponseHeaderLayer::overriding(
+        tonic::codegen::http::HeaderName::from_static(headroom_client::VERSION_HEADER),
+        value,
+    )
+}
 pub use actuator::{
     ActuatorError, ActuatorErrorKind, ResizeActuator, ResizeOutcome, ResizeRequest, UnavailableActuator,
 };
@@ -307,6 +324,7 @@ pub async fn serve(
             .max_concurrent_streams(config.max_concurrent_streams)
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+            .layer(version_header())
             .layer(AccessLayer::new(config.access.clone()))
     };
     let routes =
