@@ -2,6 +2,7 @@
 //!
 //! Every step is idempotent and prints one progress line (`xtask: …`), so a second run on a
 //! set-up machine is fast and says what it skipped.
+mod arm64;
 mod fuzz;
 mod helm;
 mod k8s;
@@ -45,6 +46,10 @@ enum Task {
     BuildNode,
     /// Build Helm from its Go module (`k8s/helm/`) into target/helm/<version>/, once per version.
     BuildHelm,
+    /// Cross-build headroomd, headroom-shim, headroomctl and kubectl-headroom for arm64
+    /// (aarch64-unknown-linux-gnu) into target/aarch64-unknown-linux-gnu/release/, and check
+    /// them under qemu-user (AArch64 ELF, --version, headroomd serving what headroomctl reads).
+    BuildArm64,
     /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
     /// With `--cluster`: the tutorial as kubectl commands against a real cluster built here (the
     /// control plane, the kubelet and containerd), once with upstream's preemption and once with
@@ -124,6 +129,7 @@ fn main() -> Result<()> {
         Task::BuildK8s => k8s::build(&root).map(drop),
         Task::BuildNode => node::build(&root).map(drop),
         Task::BuildHelm => helm::build(&root).map(drop),
+        Task::BuildArm64 => arm64::build(&root).map(drop),
         Task::Build => {
             setup::install_missing()?;
             build_ebpf(&root)?;
@@ -245,6 +251,8 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     run(&mut test)?;
     progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
     vm::kernel_tests(root, true, false)?;
+    progress("test: the arm64 build, checked under qemu-user");
+    arm64::build(root)?;
     if !no_bench {
         bench(root, &[], true)?;
         progress("soak: 30 s short run");

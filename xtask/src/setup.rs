@@ -131,7 +131,13 @@ fn file_name(path: &Path) -> Result<String> {
 }
 
 fn debian_packages() -> Result<()> {
-    let missing: Vec<&str> = DEBIAN_PACKAGES
+    debian(DEBIAN_PACKAGES, "setup")
+}
+
+/// Installs (apt-get) the packages of `wanted` whose command or file is missing; `what` prefixes
+/// the progress line.
+pub(crate) fn debian(wanted: &[(&str, &str)], what: &str) -> Result<()> {
+    let missing: Vec<&str> = wanted
         .iter()
         .filter(|(command, _)| {
             if command.starts_with('/') {
@@ -143,20 +149,19 @@ fn debian_packages() -> Result<()> {
         .map(|(_, package)| *package)
         .collect();
     if missing.is_empty() {
-        progress(
-            "setup: Debian packages present (libseccomp-dev, pkg-config, stress-ng, rt-tests, bpftool, \
-             busybox-static, prometheus)",
-        );
+        let mut names: Vec<&str> = wanted.iter().map(|(_, p)| *p).collect();
+        names.dedup();
+        progress(&format!("{what}: Debian packages present ({})", names.join(", ")));
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
         bail!("missing packages {missing:?} and no apt-get to install them: install them by hand");
     }
-    progress(&format!("setup: apt-get install {}", missing.join(" ")));
+    progress(&format!("{what}: apt-get install {}", missing.join(" ")));
     run(Command::new("apt-get").arg("update").arg("-qq"))?;
     run(Command::new("apt-get")
         .env("DEBIAN_FRONTEND", "noninteractive")
-        .args(["install", "-y", "-qq"])
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
         .args(&missing))
 }
 
