@@ -5,7 +5,12 @@
 //! sanitizer runtime is not part of a stable toolchain's sysroot, so the targets are built with
 //! `--sanitizer none`: libFuzzer's coverage guidance, panics and Rust's own checks (debug
 //! assertions, overflow checks, bounds checks) still apply, and the crates fuzzed are safe Rust.
-use std::{path::Path, process::Command};
+use std::{
+    io::{BufRead as _, BufReader},
+    path::Path,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -60,8 +65,53 @@ fn cargo_fuzz(root: &Path) -> Command {
     cmd
 }
 
-/// Builds every target, then runs each (or those named) for `seconds`.
-pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64) -> Result<()> {
+/// libFuzzer's coverage counters in one status line (`#N NEW cov: C ft: F corp: K/…`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Coverage {
+    pub runs: u64,
+    pub cov: u64,
+    pub ft: u64,
+    pub corpus: u64,
+}
+
+/// Parses a libFuzzer status line; `None` for any other line.
+pub(crate) fn coverage(line: &str) -> Option<Coverage> {
+    let line = line.strip_prefix('#')?;
+    let mut words = line.split_whitespace();
+    let runs = words.next()?.parse().ok()?;
+    let mut c = Coverage {
+        runs,
+        ..Coverage::default()
+    };
+    let mut seen = false;
+    while let Some(word) = words.next() {
+        match word {
+            "cov:" => {
+                c.cov = words.next()?.parse().ok()?;
+                seen = true;
+            }
+            "ft:" => c.ft = words.next()?.parse().ok()?,
+            "corp:" => c.corpus = words.next()?.split('/').next()?.parse().ok()?,
+            _ => {}
+        }
+    }
+    seen.then_some(c)
+}
+
+/// What one target's run reached.
+struct Reached {
+    target: String,
+    last: Coverage,
+    /// When coverage (cov or features) last grew, from the start.
+    grew_at: Duration,
+    ran: Duration,
+    plateau: bool,
+}
+
+/// Builds every target, then runs each (or those named) for `seconds`; with `plateau`, a target
+/// stops early once neither its coverage nor its features grew for that long, and a table of
+/// what each reached is printed (and written to target/fuzz-plateau.md).
+pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64, plateau: Option<u64>) -> Result<()> {
     for name in names {
         if !TARGETS.contains(&name.as_str()) {
             bail!("unknown fuzz target `{name}`; known: {}", TARGETS.join(", "));
@@ -82,6 +132,7 @@ pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64) -> Result<()> {
         .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
         .context("rustc -vV did not report the host triple")?;
     let bin_dir = root.join("fuzz/target").join(host).join("release");
+    let mut reached = Vec::new();
     for target in selected {
         let corpus = root.join("fuzz/corpus").join(target);
         std::fs::create_dir_all(&corpus)?;
@@ -103,8 +154,124 @@ pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64) -> Result<()> {
         if seeds.is_dir() {
             cmd.arg(&seeds);
         }
-        run(&mut cmd)?;
+        match plateau {
+            None => run(&mut cmd)?,
+            Some(quiet) => reached.push(until_plateau(target, cmd, Duration::from_secs(quiet))?),
+        }
     }
     progress("fuzz: no target found a crash");
+    if !reached.is_empty() {
+        let mut table = String::from(
+            "| target | ran | coverage last grew at | cov | ft | corpus (libFuzzer) | plateau |\n|---|---|---|---|---|---|---|\n",
+        );
+        for r in &reached {
+            table.push_str(&format!(
+                "| `{}` | {} s | {} s | {} | {} | {} | {} |\n",
+                r.target,
+                r.ran.as_secs(),
+                r.grew_at.as_secs(),
+                r.last.cov,
+                r.last.ft,
+                r.last.corpus,
+                if r.plateau { "yes" } else { "no (time limit)" }
+            ));
+        }
+        println!("{table}");
+        std::fs::write(root.join("target/fuzz-plateau.md"), &table)?;
+    }
     Ok(())
+}
+
+/// Runs one target, reading libFuzzer's status lines, until its coverage has not grown for
+/// `quiet` (SIGINT: libFuzzer then exits cleanly) or it stops by itself (time limit, crash).
+fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reached> {
+    let started = Instant::now();
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("start {target}"))?;
+    let stderr = child.stderr.take().context("libFuzzer's stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let (mut last, mut grew_at, mut plateau) = (Coverage::default(), Duration::ZERO, false);
+    let mut tail: Vec<String> = Vec::new();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(line) => {
+                if let Some(c) = coverage(&line) {
+                    if c.cov > last.cov || c.ft > last.ft {
+                        grew_at = started.elapsed();
+                    }
+                    last = c;
+                }
+                tail.push(line);
+                if tail.len() > 40 {
+                    tail.remove(0);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if !plateau && last.cov > 0 && started.elapsed().saturating_sub(grew_at) >= quiet {
+            plateau = true;
+            let _ = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status();
+        }
+    }
+    let status = child.wait()?;
+    if !plateau && !status.success() {
+        bail!("fuzz target {target} failed ({status}):\n{}", tail.join("\n"));
+    }
+    let ran = started.elapsed();
+    progress(&format!(
+        "fuzz: {target}: cov {} ft {} corpus {} after {} s; coverage last grew at {} s{}",
+        last.cov,
+        last.ft,
+        last.corpus,
+        ran.as_secs(),
+        grew_at.as_secs(),
+        if plateau { " (plateau)" } else { "" }
+    ));
+    Ok(Reached {
+        target: target.to_string(),
+        last,
+        grew_at,
+        ran,
+        plateau,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libfuzzer_status_lines_are_parsed() {
+        assert_eq!(
+            coverage("#1048576\tpulse  cov: 812 ft: 3301 corp: 411/52Kb lim: 4096 exec/s: 34952 rss: 412Mb"),
+            Some(Coverage {
+                runs: 1_048_576,
+                cov: 812,
+                ft: 3301,
+                corpus: 411
+            })
+        );
+        assert_eq!(
+            coverage(
+                "#27\tNEW    cov: 77 ft: 78 corp: 2/5b lim: 4 exec/s: 0 rss: 30Mb L: 4/4 MS: 1 ChangeBit-"
+            )
+            .map(|c| c.cov),
+            Some(77)
+        );
+        assert_eq!(coverage("INFO: Seed: 1234"), None);
+        assert_eq!(coverage("#2\tINITED exec/s: 0 rss: 30Mb"), None);
+    }
 }

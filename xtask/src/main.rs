@@ -83,9 +83,13 @@ enum Task {
     Fuzz {
         /// Target names; none means all.
         targets: Vec<String>,
-        /// Seconds per target.
+        /// Seconds per target (at most, with --plateau).
         #[arg(long, default_value_t = 30)]
         seconds: u64,
+        /// Stop a target once its coverage has not grown for this many seconds, and print (and
+        /// write to target/fuzz-plateau.md) what each reached.
+        #[arg(long, value_name = "SECONDS")]
+        plateau: Option<u64>,
     },
     /// The kernel tests on the host and in a qemu guest with Debian's 6.1 kernel and pure
     /// cgroup v2; writes the kernel support table to target/kernels/kernels.md.
@@ -157,7 +161,11 @@ fn main() -> Result<()> {
             build_ebpf(&root)?;
             bench(&root, &names, quick)
         }
-        Task::Fuzz { targets, seconds } => fuzz::fuzz(&root, &targets, seconds),
+        Task::Fuzz {
+            targets,
+            seconds,
+            plateau,
+        } => fuzz::fuzz(&root, &targets, seconds, plateau),
         Task::VmTest {
             write_docs,
             guest_only,
