@@ -293,29 +293,11 @@ pub fn nodes_text(nodes: &[(String, Result<NodeView, String>)]) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use headroom_node_model::Resources;
+    use headroom_shim::Outcome;
     use headroom_shim::kube::board::Stage;
-    use headroom_shim::{Decision, Outcome, decide::Victim};
 
     fn view() -> ResizeView {
-        let decision = Decision {
-            outcome: Outcome::Preempt,
-            victims: vec![Victim {
-                namespace: "default".into(),
-                name: "low-priority-pod".into(),
-                uid: "u".into(),
-                priority: 1000,
-                violates_pdb: false,
-                requests: Resources::new(3000, 500 << 20),
-            }],
-            message: String::new(),
-            requested: Resources::new(6000, 1 << 30),
-            used: Resources::new(3950, 1 << 30),
-            allocatable: Resources::new(8000, 16 << 30),
-            pdb_violations: 0,
-            shrinks: vec![],
-            give_way: vec![],
-        };
+        let decision = headroom_shim::decide::fixtures::seed_decision(Outcome::Preempt);
         ResizeView {
             pod: "default/high-priority-pod".into(),
             uid: "u-high".into(),

@@ -154,28 +154,10 @@ pub fn explain(pod: &str, decision: &Decision) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::Victim;
 
     #[test]
     fn preempt_names_the_victim_and_the_shortfall() {
-        let decision = Decision {
-            outcome: Outcome::Preempt,
-            victims: vec![Victim {
-                namespace: "default".into(),
-                name: "low-priority-pod".into(),
-                uid: "u".into(),
-                priority: 1000,
-                violates_pdb: false,
-                requests: Resources::new(3000, 500 << 20),
-            }],
-            message: String::new(),
-            requested: Resources::new(6000, 1 << 30),
-            used: Resources::new(3950, 1 << 30),
-            allocatable: Resources::new(8000, 16 << 30),
-            pdb_violations: 0,
-            shrinks: vec![],
-            give_way: vec![],
-        };
+        let decision = crate::decide::fixtures::seed_decision(Outcome::Preempt);
         let text = explain("default/high-priority-pod", &decision);
         assert!(
             text.contains("it asks for 6 CPU, the rest of the node uses 3950m CPU"),

@@ -12,6 +12,8 @@
 //! pending resize's room is already "used" in every other decision; `NodeState::reserved` adds room
 //! promised through the reservation ledger that is not visible in any Pod's spec yet.
 
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 mod order;
 pub(crate) mod select;
 

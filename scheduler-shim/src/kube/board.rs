@@ -267,28 +267,10 @@ impl Board {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::decide::{Outcome, Victim};
-    use headroom_node_model::Resources;
+    use crate::decide::Outcome;
 
     fn decision(outcome: Outcome) -> Decision {
-        Decision {
-            outcome,
-            victims: vec![Victim {
-                namespace: "default".into(),
-                name: "low".into(),
-                uid: "u-low".into(),
-                priority: 1000,
-                violates_pdb: false,
-                requests: Resources::new(3000, 500 << 20),
-            }],
-            message: String::new(),
-            requested: Resources::new(6000, 1 << 30),
-            used: Resources::new(3950, 1 << 30),
-            allocatable: Resources::new(8000, 16 << 30),
-            pdb_violations: 0,
-            shrinks: vec![],
-            give_way: vec![],
-        }
+        crate::decide::fixtures::seed_decision(outcome)
     }
 
     #[test]
@@ -309,7 +291,7 @@ mod tests {
         assert_eq!((view.generation, view.decision.outcome), (2, Outcome::Preempt));
         assert_eq!(view.stage.summary(), "actuated 1.2s after preempting");
         assert!(
-            view.explanation.contains("default/low (priority 1000)"),
+            view.explanation.contains("default/low-priority-pod (priority 1000)"),
             "{}",
             view.explanation
         );

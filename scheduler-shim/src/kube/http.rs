@@ -173,17 +173,7 @@ mod tests {
     fn explain_and_status_answer_json_with_the_pod_percent_decoded() {
         let m = Metrics::default();
         let b = Board::new("node-a", true, None);
-        let decision = crate::decide::Decision {
-            outcome: crate::decide::Outcome::Deferred,
-            victims: vec![],
-            message: String::new(),
-            requested: headroom_node_model::Resources::new(6000, 1 << 30),
-            used: headroom_node_model::Resources::new(3950, 1 << 30),
-            allocatable: headroom_node_model::Resources::new(8000, 16 << 30),
-            pdb_violations: 0,
-            shrinks: vec![],
-            give_way: vec![],
-        };
+        let decision = crate::decide::fixtures::seed_decision(crate::decide::Outcome::Deferred);
         b.decided("default/high", "u1", 3, &decision, std::time::SystemTime::now());
         for head in [
             &b"GET /explain?pod=default/high HTTP/1.1\r\n\r\n"[..],
