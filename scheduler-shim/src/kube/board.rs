@@ -291,7 +291,8 @@ mod tests {
         assert_eq!((view.generation, view.decision.outcome), (2, Outcome::Preempt));
         assert_eq!(view.stage.summary(), "actuated 1.2s after preempting");
         assert!(
-            view.explanation.contains("default/low-priority-pod (priority 1000)"),
+            view.explanation
+                .contains("default/low-priority-pod (priority 1000)"),
             "{}",
             view.explanation
         );
