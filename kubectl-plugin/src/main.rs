@@ -155,13 +155,8 @@ impl Agent {
 
     /// `None` when the shim has no decision for the Pod.
     async fn explain(&self, client: &kube::Client, pod: &str) -> anyhow::Result<Option<ResizeView>> {
-        let query: String = pod
-            .bytes()
-            .map(|b| match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
-                other => format!("%{other:02X}"),
-            })
-            .collect();
+        // The shim decodes the query with form_urlencoded; the same crate encodes it here.
+        let query: String = form_urlencoded::byte_serialize(pod.as_bytes()).collect();
         match self.get(client, &format!("/explain?pod={query}")).await {
             Ok(text) => {
                 Ok(Some(serde_json::from_str(&text).with_context(|| {

@@ -308,11 +308,7 @@ impl Backend {
         why: &NotFresh,
         report: &mut CycleReport,
     ) {
-        let pod_key = format!(
-            "{}/{}",
-            resizer.namespace.as_deref().unwrap_or_default(),
-            resizer.name.as_deref().unwrap_or_default()
-        );
+        let pod_key = reference_key(&resizer);
         tracing::warn!(pod = %pod_key, reason = why.label(), %why, "not preempting: headroomd's live headroom is not fresh; nobody evicted");
         self.metrics.preemption_blocked(why.label());
         self.board
@@ -347,11 +343,7 @@ impl Backend {
         note: String,
     ) {
         self.metrics.preemption_failed();
-        let pod_key = format!(
-            "{}/{}",
-            resizer.namespace.as_deref().unwrap_or_default(),
-            resizer.name.as_deref().unwrap_or_default()
-        );
+        let pod_key = reference_key(&resizer);
         self.board.staged(&pod_key, Stage::Failed { why: note.clone() });
         let uid = resizer.uid.clone().unwrap_or_default();
         if self
@@ -853,6 +845,15 @@ impl preempt::Backend for KubeCycle<'_> {
 fn shrink_actuated(pod: &Pod, to: headroom_node_model::Resources) -> bool {
     resize_completed(pod)
         && headroom_node_model::pod_requests_admitted(pod).is_ok_and(|admitted| admitted.fits_within(&to))
+}
+
+/// `namespace/name` of a Pod reference, as the board and the report key resizes.
+fn reference_key(reference: &k8s_openapi::api::core::v1::ObjectReference) -> String {
+    format!(
+        "{}/{}",
+        reference.namespace.as_deref().unwrap_or_default(),
+        reference.name.as_deref().unwrap_or_default()
+    )
 }
 
 fn victim_list(decision: &Decision) -> String {
