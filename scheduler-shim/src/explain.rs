@@ -103,9 +103,18 @@ pub fn explain(pod: &str, decision: &Decision) -> String {
             lines.push(format!("The resize of {pod} can never fit on this node, so it is Infeasible ({}).", decision.message));
             lines.push("Infeasible resizes never preempt anyone: lower the request or move the Pod to a bigger node.".into());
         }
+        // Both are reported whether or not the resize fits, as the scheduler reports them.
+        Outcome::Disabled if why.is_empty() => {
+            lines.push(format!("The resize of {pod} fits on the node as it is: the kubelet can apply it, nobody needs to be evicted."));
+            lines.push("The node has switched resize preemption off (spec.podPreemptionPolicy.disableResizePreemption); the scheduler reports that whether or not a resize fits.".into());
+        }
         Outcome::Disabled => {
             lines.push(format!("The resize of {pod} is pending because the node is full: {why}."));
             lines.push("The node has switched resize preemption off (spec.podPreemptionPolicy.disableResizePreemption), so nobody will be evicted for it; it waits until room frees up.".into());
+        }
+        Outcome::NotEligible if why.is_empty() => {
+            lines.push(format!("The resize of {pod} fits on the node as it is: the kubelet can apply it, nobody needs to be evicted."));
+            lines.push(format!("{pod} has preemptionPolicy: Never; the scheduler reports that first on a node that switched resize preemption off, whether or not a resize fits."));
         }
         Outcome::NotEligible => {
             lines.push(format!("The resize of {pod} is pending because the node is full: {why}."));
@@ -168,5 +177,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("frees cpu=3 memory=500Mi"), "{text}");
+    }
+
+    #[test]
+    fn a_disabled_node_with_a_fitting_resize_says_it_fits() {
+        let mut decision = crate::decide::fixtures::seed_decision(Outcome::Disabled);
+        let full = explain("default/high-priority-pod", &decision);
+        assert!(full.contains("because the node is full"), "{full}");
+        decision.requested.cpu_millis = decision.allocatable.cpu_millis - decision.used.cpu_millis;
+        let fits = explain("default/high-priority-pod", &decision);
+        assert!(fits.contains("fits on the node as it is"), "{fits}");
+        assert!(fits.contains("disableResizePreemption"), "{fits}");
     }
 }

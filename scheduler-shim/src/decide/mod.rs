@@ -3,8 +3,10 @@
 //! Semantics (Kubernetes v1.37, KEP-5836 "scheduler preemption for in-place Pod resize"):
 //! - a resize whose requests exceed the node's allocatable is Infeasible and never preempts;
 //! - a resize that already fits needs nobody evicted (the kubelet will actuate it);
-//! - a node whose `spec.podPreemptionPolicy.disableResizePreemption` is non-empty gets no resize
-//!   preemption; a resizing Pod with `preemptionPolicy: Never` preempts nobody;
+//! - a resizing Pod with `preemptionPolicy: Never` preempts nobody, and a node whose
+//!   `spec.podPreemptionPolicy.disableResizePreemption` is non-empty gets no resize preemption;
+//!   both are reported in upstream's order (Never first) even when the resize fits, except that a
+//!   fitting resize on a node that allows preemption is simply `fits`;
 //! - victims are chosen exactly as the scheduler's `SelectVictimsOnNode` chooses them, on this node
 //!   only (see [`select`]).
 //!
@@ -304,28 +306,32 @@ pub(crate) fn decide_with(
 
     // The kubelet admits non-increasing resizes without a fit check.
     let total = used.checked_add(requested).ok_or_else(overflow)?;
-    if resize.is_non_increasing() || total.fits_within(&allocatable) {
+    let fits = resize.is_non_increasing() || total.fits_within(&allocatable);
+    let allow_evictions = node.disable_resize_preemption.is_empty();
+    // Upstream's order: DeferredPodScheduling.Filter fails a disabled node whether or not the
+    // resize fits, so a fitting resize is parked ("fits") only on a node that allows preemption.
+    if fits && allow_evictions {
         return Ok(decision(Outcome::Fits, messages::FITS.to_string()));
+    }
+    // PostFilter then asks PodEligibleToPreemptOthers before it looks at the node: `Never` is the
+    // answer even on a disabled node.
+    if resizing_pod.preemption_policy == PreemptionPolicy::Never {
+        return Ok(decision(
+            Outcome::NotEligible,
+            messages::NOT_ELIGIBLE_NEVER.to_string(),
+        ));
+    }
+    // Switching resize preemption off on a node is what leaves room for shrinking there instead
+    // (the v1.37 design's own reason for the switch): shrinks only, nobody evicted. A resize that
+    // fits there needs no shrink; the kubelet actuates it (`decide_all` counts its room).
+    if !allow_evictions && (fits || !state.give_way.enabled) {
+        return Ok(decision(Outcome::Disabled, messages::NODE_DISABLED.to_string()));
     }
     let deferred_message = total
         .insufficient(&allocatable)
         .first()
         .map(|r| deferred_message(*r, requested, used, allocatable))
         .unwrap_or_default();
-
-    // Switching resize preemption off on a node is what leaves room for shrinking there instead
-    // (the v1.37 design's own reason for the switch): shrinks only, nobody evicted.
-    let allow_evictions = node.disable_resize_preemption.is_empty();
-    let never = resizing_pod.preemption_policy == PreemptionPolicy::Never;
-    if !allow_evictions && (never || !state.give_way.enabled) {
-        return Ok(decision(Outcome::Disabled, messages::NODE_DISABLED.to_string()));
-    }
-    if never {
-        return Ok(decision(
-            Outcome::NotEligible,
-            messages::NOT_ELIGIBLE_NEVER.to_string(),
-        ));
-    }
     let need = total.saturating_sub(allocatable).max(Resources::ZERO);
     let Some(split) = select::split_candidates(state, resizing, requested, excluded, pdb_allowed)? else {
         let outcome = if allow_evictions {

@@ -43,10 +43,10 @@ pub struct ServedResize {
 /// Decides every pending resize on the node in one cycle, in kubelet retry order.
 ///
 /// Resizes not yet served count at what the node admitted (`ResizeRequest::admitted`), as the
-/// kubelet counts them; once a resize is served (`fits` or `preempt`) its Pod counts at the
-/// requested size — the room is reserved — so no later resize can be given the same room. Earlier
-/// victims are gone (their PDB budgets spent). A resizing Pod that an earlier, more important resize
-/// evicts gets no decision. Calling it again after a new (e.g. higher-priority) resize arrives
+/// kubelet counts them; once a resize is served (`fits`, `preempt`, `shrink`, or any resize that
+/// fits as it is) its Pod counts at the requested size — the room is reserved — so no later
+/// resize can be given the same room. Earlier victims are gone (their PDB budgets spent). A
+/// resizing Pod that an earlier, more important resize evicts gets no decision. Calling it again after a new (e.g. higher-priority) resize arrives
 /// re-plans the whole cycle.
 pub fn decide_all(state: &NodeState, resizes: &[ResizeRequest]) -> Result<Vec<ServedResize>, DecideError> {
     let mut effective = state.clone();
@@ -95,10 +95,19 @@ pub fn decide_all(state: &NodeState, resizes: &[ResizeRequest]) -> Result<Vec<Se
                 pod.requests = shrink.to;
             }
         }
-        if matches!(
-            decision.outcome,
-            Outcome::Fits | Outcome::Preempt | Outcome::Shrink
-        ) {
+        // A resize that fits as it is (reported `disabled` or `not-eligible` where the node or
+        // the Pod rules preemption out) is actuated by the kubelet all the same: its room is taken.
+        let fits_as_is = resize.is_non_increasing()
+            || decision
+                .used
+                .checked_add(decision.requested)
+                .is_some_and(|total| total.fits_within(&decision.allocatable));
+        if fits_as_is
+            || matches!(
+                decision.outcome,
+                Outcome::Fits | Outcome::Preempt | Outcome::Shrink
+            )
+        {
             effective.pods[resizing].requests = resize.requested;
         }
         served.push(ServedResize {

@@ -154,11 +154,74 @@ fn node_policy_and_preemption_policy_never() {
             "not eligible due to preemptionPolicy=Never."
         )
     );
-    // A resize that fits is not affected by either.
-    let mut fits = never.clone();
-    fits.node.disable_resize_preemption = disabled.node.disable_resize_preemption.clone();
-    let r = resize(&mut fits, "high-priority-pod", 4050, GI);
-    assert_eq!(decide(&fits, &r).unwrap().outcome, Outcome::Fits);
+}
+
+/// Upstream's order: PostFilter's `PodEligibleToPreemptOthers` answers before the node is looked
+/// at, and DeferredPodScheduling.Filter fails a disabled node whether or not the resize fits.
+#[test]
+fn never_is_reported_before_a_disabled_node_and_a_disabled_node_even_when_the_resize_fits() {
+    let disable = vec!["example.com/batch".to_string()];
+    let outcome = |never: bool, disabled: bool, cpu: i64| {
+        let mut s = seed();
+        if never {
+            s.pods[2].preemption_policy = PreemptionPolicy::Never;
+        }
+        if disabled {
+            s.node.disable_resize_preemption = disable.clone();
+        }
+        let r = resize(&mut s, "high-priority-pod", cpu, GI);
+        let d = decide(&s, &r).unwrap();
+        assert!(d.victims.is_empty() || d.outcome == Outcome::Preempt);
+        (d.outcome, d.message)
+    };
+    let never = (
+        Outcome::NotEligible,
+        "not eligible due to preemptionPolicy=Never.".to_string(),
+    );
+    let disabled = (
+        Outcome::Disabled,
+        "node had resize preemption disabled".to_string(),
+    );
+    // (Never, disabled node, new cpu) → what is reported. 6000 needs an eviction, 4050 fits.
+    assert_eq!(outcome(true, true, 6000), never);
+    assert_eq!(outcome(true, true, 4050), never);
+    assert_eq!(outcome(false, true, 6000), disabled);
+    assert_eq!(outcome(false, true, 4050), disabled);
+    assert_eq!(outcome(true, false, 6000), never);
+    assert_eq!(outcome(true, false, 4050).0, Outcome::Fits);
+    assert_eq!(outcome(false, false, 4050).0, Outcome::Fits);
+    // Infeasible still comes first: the kubelet never defers it, so the scheduler never sees it.
+    assert_eq!(outcome(true, true, 9000).0, Outcome::Infeasible);
+}
+
+#[test]
+fn a_resize_that_fits_on_a_disabled_node_still_holds_its_room_in_the_cycle() {
+    // a (900) 2→3 fits as it is; b (500) 2→3 would then not fit. On a disabled node both are
+    // reported `disabled`, but a's room is taken all the same (the kubelet actuates a), so b's
+    // decision counts a at 3 CPU.
+    let mut s = state(
+        6000,
+        16 * GI,
+        vec![
+            pod("a", 900, 2000, GI),
+            pod("b", 500, 2000, GI),
+            pod("z", 2000, 1000, GI),
+        ],
+    );
+    s.node.disable_resize_preemption = vec!["example.com/batch".into()];
+    let resizes = vec![resize(&mut s, "b", 3000, GI), resize(&mut s, "a", 3000, GI)];
+    let served = decide_all(&s, &resizes).unwrap();
+    let used: Vec<(&str, Outcome, i64)> = served
+        .iter()
+        .map(|r| {
+            let d = &r.decision;
+            (resizes[r.resize].name.as_str(), d.outcome, d.used.cpu_millis)
+        })
+        .collect();
+    assert_eq!(
+        used,
+        [("a", Outcome::Disabled, 3000), ("b", Outcome::Disabled, 4000)]
+    );
 }
 
 #[test]
