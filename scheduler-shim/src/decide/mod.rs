@@ -297,11 +297,8 @@ pub(crate) fn decide_with(
     if let Some(message) = &resize.reported_infeasible {
         return Ok(decision(Outcome::Infeasible, message.clone()));
     }
-    if let Some(resource) = requested.insufficient(&allocatable).first() {
-        return Ok(decision(
-            Outcome::Infeasible,
-            infeasible_message(*resource, requested, allocatable),
-        ));
+    if let Some(message) = infeasible_message(requested, allocatable) {
+        return Ok(decision(Outcome::Infeasible, message));
     }
 
     // The kubelet admits non-increasing resizes without a fit check.
@@ -425,13 +422,21 @@ pub fn deferred_message(
     )
 }
 
-/// The kubelet's Infeasible wording.
-pub fn infeasible_message(resource: ResourceName, requested: Resources, capacity: Resources) -> String {
-    format!(
+/// The kubelet's Infeasible verdict and wording, `None` when `requested` is within `capacity`.
+/// Like the kubelet's allocation manager it names memory whenever memory is short, else cpu
+/// (so a resize short of both names memory, unlike the Deferred wording, which names cpu).
+pub fn infeasible_message(requested: Resources, capacity: Resources) -> Option<String> {
+    let short = requested.insufficient(&capacity);
+    let resource = if short.contains(&ResourceName::Memory) {
+        ResourceName::Memory
+    } else {
+        *short.first()?
+    };
+    Some(format!(
         "Node didn't have enough capacity: {resource}, requested: {}, capacity: {}",
         requested.get(resource),
         capacity.get(resource)
-    )
+    ))
 }
 
 #[cfg(test)]

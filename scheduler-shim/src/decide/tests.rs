@@ -131,6 +131,38 @@ fn memory_is_checked_after_cpu() {
     );
 }
 
+/// The kubelet's allocation manager names memory whenever memory exceeds allocatable, cpu only
+/// otherwise; cpu in millicores, memory in bytes.
+#[test]
+fn infeasible_names_memory_when_memory_is_short() {
+    let cases = [
+        (9000, GI, "cpu, requested: 9000, capacity: 8000".to_string()),
+        (
+            4000,
+            17 * GI,
+            format!("memory, requested: {}, capacity: {}", 17 * GI, 16 * GI),
+        ),
+        (
+            9000,
+            17 * GI,
+            format!("memory, requested: {}, capacity: {}", 17 * GI, 16 * GI),
+        ),
+    ];
+    for (cpu, mem, tail) in cases {
+        let mut s = seed();
+        let r = resize(&mut s, "high-priority-pod", cpu, mem);
+        let d = decide(&s, &r).unwrap();
+        assert_eq!(
+            (d.outcome, d.message),
+            (
+                Outcome::Infeasible,
+                format!("Node didn't have enough capacity: {tail}")
+            ),
+            "cpu {cpu}, memory {mem}"
+        );
+    }
+}
+
 #[test]
 fn node_policy_and_preemption_policy_never() {
     let mut s = seed();

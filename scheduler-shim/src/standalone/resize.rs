@@ -211,12 +211,12 @@ pub fn admit(store: &mut Store, key: &str, node: &NodeConfig) -> Result<Admissio
     clear_condition(&mut desired, CONDITION_RESIZE_PENDING);
     let requested = pod_requests(&desired)?;
     let capacity = node.allocatable;
-    let verdict = if let Some(r) = requested.insufficient(&capacity).first() {
+    let verdict = if let Some(message) = infeasible_message(requested, capacity) {
         Some((
             REASON_INFEASIBLE,
             reasons::RESIZE_INFEASIBLE,
             REASON_INFEASIBLE.to_string(),
-            infeasible_message(*r, requested, capacity),
+            message,
         ))
     } else {
         used.saturating_add(requested)
