@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::decide::{NodeInput, NodeState, PdbInput, PodInput, PreemptionPolicy, ResizeRequest};
+use crate::decide::{NodeInput, NodeState, PdbInput, PodInput, PreemptionPolicy, ResizeRequest, messages};
 use crate::give_way::GiveWaySettings;
 use crate::give_way::annotation::{node_allows, pod_give_way};
 
@@ -391,7 +391,12 @@ pub fn node_state_for(
     // The resize as asked, without a stale verdict on an earlier generation.
     let requested = pod_requests(&without_resize_conditions(&desired))?;
     let state = resize_state(target);
+    // The kubelet refuses any resize of a static Pod, a decrease too, before its other checks.
+    // Its other kubelet-only reasons (swap, a Guaranteed Pod under a static CPU or Memory Manager
+    // policy) rest on the kubelet's configuration, which no object of the file holds: only a
+    // verdict the kubelet already wrote tells them.
     let reported_infeasible = match (&state, overridden) {
+        _ if is_static_pod(target) => Some(messages::STATIC_POD.to_string()),
         (ResizeState::Infeasible { message }, false) => Some(message.clone()),
         _ => None,
     };
@@ -456,6 +461,19 @@ pub fn node_state_for(
         give_way: policy,
     };
     Ok((state, request))
+}
+
+/// The annotation the kubelet puts on a static Pod's copy in the API server.
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// The annotation naming where the kubelet got a Pod from (`api`, `file`, `http`).
+pub const SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
+
+/// The kubelet's `IsStaticPod` (a `kubernetes.io/config.source` other than `api`), or the static
+/// Pod's mirror as the API server shows it (`kubernetes.io/config.mirror`).
+pub fn is_static_pod(pod: &Pod) -> bool {
+    let annotations = pod.metadata.annotations.as_ref();
+    let annotation = |key: &str| annotations.and_then(|a| a.get(key));
+    annotation(MIRROR_ANNOTATION).is_some() || annotation(SOURCE_ANNOTATION).is_some_and(|s| s != "api")
 }
 
 fn namespace_of(pod: &Pod) -> &str {
@@ -816,6 +834,68 @@ mod tests {
             parse_cluster(&huge),
             Err(ClusterFileError::TooLarge { .. })
         ));
+    }
+
+    /// A one-node cluster (4 CPU, 8 GiB) with `pods`, each `(name, priority, cpu, extra)` where
+    /// `extra` is YAML merged into the Pod (`metadata`, `spec` and `status` keys replace).
+    pub(crate) fn tiny_cluster(pods: &[(&str, i32, &str, &str)]) -> ClusterFile {
+        let mut text = String::from(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n",
+        );
+        for (name, priority, cpu, extra) in pods {
+            let mut pod: serde_yaml::Value = serde_yaml::from_str(&format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, uid: uid-{name}, labels: {{app: {name}}}}}\nspec: {{nodeName: node-a, priority: {priority}, containers: [{{name: app, resources: {{requests: {{cpu: '{cpu}', memory: 1Gi}}}}}}]}}\nstatus: {{phase: Running, startTime: '2026-09-10T09:58:30Z'}}\n"
+            ))
+            .unwrap();
+            if !extra.is_empty() {
+                let extra: serde_yaml::Mapping = serde_yaml::from_str(extra).unwrap();
+                for (k, v) in extra {
+                    pod[k.as_str().unwrap()] = v;
+                }
+            }
+            text.push_str("---\n");
+            text.push_str(&serde_yaml::to_string(&pod).unwrap());
+        }
+        parse_cluster(&text).unwrap()
+    }
+
+    fn plan(cluster: &ClusterFile, name: &str, cpu: &str) -> crate::decide::Decision {
+        let spec = ResizeSpec {
+            namespace: "default".into(),
+            name: name.into(),
+            cpu: Some(cpu.into()),
+            ..Default::default()
+        };
+        let (state, request) = node_state_for(cluster, &spec).unwrap();
+        crate::decide::decide(&state, &request).unwrap()
+    }
+
+    #[test]
+    fn a_static_pod_is_never_resized_in_place_so_its_resize_is_infeasible() {
+        let mirror = "{metadata: {name: etcd, namespace: default, annotations: {kubernetes.io/config.mirror: abc, kubernetes.io/config.source: file}}}";
+        let from_file =
+            "{metadata: {name: etcd, namespace: default, annotations: {kubernetes.io/config.source: file}}}";
+        let from_api =
+            "{metadata: {name: etcd, namespace: default, annotations: {kubernetes.io/config.source: api}}}";
+        for (extra, is_static) in [(mirror, true), (from_file, true), (from_api, false), ("", false)] {
+            let cluster = tiny_cluster(&[("etcd", 1000, "1", extra), ("low", 1, "2", "")]);
+            // A resize that needs an eviction, and a decrease (which the kubelet refuses too).
+            for cpu in ["3", "500m"] {
+                let d = plan(&cluster, "etcd", cpu);
+                if is_static {
+                    assert_eq!(
+                        (d.outcome, d.message.as_str()),
+                        (
+                            crate::decide::Outcome::Infeasible,
+                            "In-place resize of static-pods is not supported"
+                        ),
+                        "{extra} {cpu}"
+                    );
+                } else {
+                    assert_ne!(d.outcome, crate::decide::Outcome::Infeasible, "{extra} {cpu}");
+                }
+            }
+        }
     }
 
     #[test]

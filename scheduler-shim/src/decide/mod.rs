@@ -105,8 +105,8 @@ pub struct ResizeRequest {
     pub requested: Resources,
     /// The resizing Pod counted without the desired resources: `max(allocated, actual)`.
     pub admitted: Resources,
-    /// Set when the kubelet already reported the resize Infeasible (it knows things this model
-    /// does not, such as a static CPU manager); carries its message.
+    /// Set when the kubelet reported the resize Infeasible (it knows things this model does not,
+    /// such as a static CPU manager) or will (a static Pod); carries its message.
     pub reported_infeasible: Option<String>,
     /// `lastTransitionTime` of the `PodResizePending` condition; `None` = just now.
     pub pending_since: Option<jiff::Timestamp>,
@@ -239,6 +239,8 @@ pub mod messages {
     pub const FITS: &str = "pod resize fits, waiting for Kubelet actuation";
     pub const NOT_ELIGIBLE_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
     pub const NODE_DISABLED: &str = "node had resize preemption disabled";
+    /// The kubelet's Infeasible verdict on any resize of a static Pod.
+    pub const STATIC_POD: &str = "In-place resize of static-pods is not supported";
 }
 
 /// Decides one resize on one node. Pure; `O(n log n)` in the number of Pods.
