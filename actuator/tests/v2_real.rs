@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::{MOUNT, Proc, read_file};
 use headroom_actuator::{
-    ActuateError, Actuator, ActuatorConfig, CgroupSetup, ConversionConfig, PodCgroups, ResizeRequest, Roots,
-    WeightFormula, detect_setup,
+    ActuateError, Actuator, ActuatorConfig, CgroupSetup, ConversionConfig, PodCgroups, Recovery,
+    ResizeRequest, Roots, WeightFormula, detect_setup,
 };
 
 const UID: &str = "7c1e0b2a-0000-4000-8000-0000v2real00";
@@ -45,7 +45,8 @@ fn pure_v2(test: &str) -> bool {
 struct Scratch {
     pod: PodCgroups,
     root: PathBuf,
-    actuator: Actuator,
+    /// `None` once a test hands the root to another process (the root lock admits one).
+    actuator: Option<Actuator>,
     _intents: tempfile::TempDir,
 }
 
@@ -67,23 +68,39 @@ impl Drop for Scratch {
     }
 }
 
+impl Scratch {
+    fn actuator(&mut self) -> &mut Actuator {
+        self.actuator.as_mut().expect("this test's actuator")
+    }
+}
+
 fn scratch(name: &str) -> Scratch {
     let root = Path::new(MOUNT).join(format!("headroom-v2-test-{}-{name}", std::process::id()));
     let roots = Roots::V2 { dir: root.clone() };
     let pod = PodCgroups::create(&roots, UID, &CONTAINERS, None).unwrap();
     let intents = tempfile::tempdir().unwrap();
-    let mut config = ActuatorConfig::new(roots, intents.path().to_path_buf());
+    Scratch {
+        pod,
+        actuator: Some(actuator_on(&root, intents.path())),
+        root,
+        _intents: intents,
+    }
+}
+
+/// An actuator on the v2 root `root` with its intent records in `intents`.
+fn actuator_on(root: &Path, intents: &Path) -> Actuator {
+    let mut config = ActuatorConfig::new(
+        Roots::V2 {
+            dir: root.to_path_buf(),
+        },
+        intents.to_path_buf(),
+    );
     // runc's quadratic weight for containers, as in `v2_tree.rs`.
     config.conversion = ConversionConfig {
         container_weight: WeightFormula::Quadratic,
         ..ConversionConfig::default()
     };
-    Scratch {
-        pod,
-        root,
-        actuator: Actuator::new(config).unwrap(),
-        _intents: intents,
-    }
+    Actuator::new(config).unwrap()
 }
 
 fn request(cpu_milli: u64, limit_milli: u64, mem: u64) -> ResizeRequest {
@@ -101,7 +118,7 @@ fn v2_real_files_take_the_kubernetes_values_grow_and_shrink() {
     }
     let mut s = scratch("grow");
     let report = s
-        .actuator
+        .actuator()
         .resize(&request(1000, 1500, 256 * MIB), Instant::now())
         .unwrap();
     assert!(report.writes > 0);
@@ -116,14 +133,14 @@ fn v2_real_files_take_the_kubernetes_values_grow_and_shrink() {
         assert_eq!(value(&s, &format!("{c}/memory.max")), (256 * MIB).to_string());
     }
     // Shrink: the Pod last, the kernel accepts every step.
-    s.actuator
+    s.actuator()
         .resize(&request(250, 500, 64 * MIB), Instant::now())
         .unwrap();
     assert_eq!(value(&s, "cpu.max"), "150000 100000");
     assert_eq!(value(&s, "memory.max"), (192 * MIB).to_string());
     assert_eq!(value(&s, "app/cpu.max"), "50000 100000");
     // A non-page-aligned limit reads back rounded down to a page; verification accepts that.
-    s.actuator
+    s.actuator()
         .resize(&request(250, 500, 64 * MIB + 1234), Instant::now())
         .unwrap();
     assert_eq!(value(&s, "app/memory.max"), (64 * MIB).to_string());
@@ -135,7 +152,7 @@ fn v2_real_memory_shrink_below_usage_is_refused_untouched() {
         return;
     }
     let mut s = scratch("usage");
-    s.actuator
+    s.actuator()
         .resize(&request(1000, 2000, 256 * MIB), Instant::now())
         .unwrap();
     // 40 MiB of shmem charged to `logger`, held after the writer exits.
@@ -157,7 +174,7 @@ fn v2_real_memory_shrink_below_usage_is_refused_untouched() {
         .map(|f| value(&s, f))
         .collect();
     let err = s
-        .actuator
+        .actuator()
         .resize(&request(250, 500, 16 * MIB), Instant::now())
         .unwrap_err();
     let _ = std::fs::remove_file(&file);
@@ -170,4 +187,218 @@ fn v2_real_memory_shrink_below_usage_is_refused_untouched() {
         .map(|f| value(&s, f))
         .collect();
     assert_eq!(before, after, "nothing was written");
+}
+
+/// Every knob of the Pod and its containers, as the kernel reads them back now.
+fn knobs(s: &Scratch) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for dir in std::iter::once("").chain(CONTAINERS) {
+        for file in ["cpu.weight", "cpu.max", "memory.max"] {
+            let rel = if dir.is_empty() {
+                file.to_owned()
+            } else {
+                format!("{dir}/{file}")
+            };
+            let path = s.root.join(format!("pod{UID}")).join(&rel);
+            if path.exists() {
+                out.push((rel, read_file(&path)));
+            }
+        }
+    }
+    out
+}
+
+/// The kernel's own refusal half-way through a grow: `logger`'s cgroup is removed (as the
+/// kubelet removes a deleted container's) after the Pod's second write, so a later write fails
+/// on the real cgroupfs, and every value written before it is put back.
+#[test]
+fn v2_real_write_failing_halfway_is_rolled_back() {
+    if !pure_v2("v2_real_write_failing_halfway_is_rolled_back") {
+        return;
+    }
+    let mut s = scratch("rollback");
+    s.actuator()
+        .resize(&request(250, 500, 64 * MIB), Instant::now())
+        .unwrap();
+    let logger = s.root.join(format!("pod{UID}/logger"));
+    let before = knobs(&s);
+    let doomed = logger.clone();
+    s.actuator().set_after_write_hook(Some(Box::new(move |n| {
+        if n == 2 {
+            std::fs::remove_dir(&doomed).unwrap();
+        }
+    })));
+    let err = s
+        .actuator()
+        .resize(&request(1000, 1500, 256 * MIB), Instant::now())
+        .unwrap_err();
+    s.actuator().set_after_write_hook(None);
+    eprintln!("v2 real rollback: {err}");
+    assert!(
+        matches!(err, ActuateError::RolledBack { restored, .. } if restored >= 2),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("logger"),
+        "the error names the file: {err}"
+    );
+    assert!(!logger.exists());
+    let after = knobs(&s);
+    let expected: Vec<_> = before
+        .into_iter()
+        .filter(|(rel, _)| !rel.starts_with("logger/"))
+        .collect();
+    assert_eq!(after, expected, "every value the kernel still has is as it was");
+    assert!(
+        s.actuator().intent_log_mut().pending().unwrap().is_empty(),
+        "the intent record is cleared after a rollback"
+    );
+}
+
+/// Paths outside the Pod's cgroup are refused on the real hierarchy too, a symlinked
+/// container included, and nothing outside is written.
+#[test]
+fn v2_real_path_escapes_are_refused() {
+    if !pure_v2("v2_real_path_escapes_are_refused") {
+        return;
+    }
+    let mut s = scratch("confined");
+    for uid in ["..", "../../etc", "a/b", "x\0y", ""] {
+        let mut r = request(100, 200, 64 * MIB);
+        r.pod_uid = uid.into();
+        assert!(
+            matches!(
+                s.actuator().resize(&r, Instant::now()),
+                Err(ActuateError::Path(_))
+            ),
+            "uid {uid:?} accepted"
+        );
+    }
+    for name in ["..", "../pod", "/etc", "a\0"] {
+        let mut r = request(100, 200, 64 * MIB);
+        r.containers[1].0 = name.into();
+        assert!(
+            matches!(
+                s.actuator().resize(&r, Instant::now()),
+                Err(ActuateError::Path(_))
+            ),
+            "container {name:?} accepted"
+        );
+    }
+    // A sibling cgroup outside the Pod, reached through a symlink in the Pod's directory.
+    let outside = s.root.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let before = read_file(&outside.join("cpu.max"));
+    std::os::unix::fs::symlink(&outside, s.root.join(format!("pod{UID}/evil"))).unwrap_or_else(|e| {
+        // cgroupfs refuses symlinks; then the escape cannot even be set up, which is the point.
+        eprintln!("cgroupfs refused the symlink: {e}");
+    });
+    let mut r = request(100, 200, 64 * MIB);
+    r.containers[0].0 = "evil".into();
+    assert!(
+        s.actuator().resize(&r, Instant::now()).is_err(),
+        "a container that is not there"
+    );
+    assert_eq!(
+        read_file(&outside.join("cpu.max")),
+        before,
+        "nothing outside was written"
+    );
+    std::fs::remove_dir(&outside).unwrap();
+}
+
+const ENV_ROOT: &str = "HEADROOM_TEST_V2_CRASH_ROOT";
+const ENV_INTENTS: &str = "HEADROOM_TEST_V2_CRASH_INTENTS";
+const ENV_MARKER: &str = "HEADROOM_TEST_V2_CRASH_MARKER";
+const CRASH_AFTER: usize = 5;
+
+/// Not a test on its own: does nothing unless `v2_real_sigkill_between_writes_then_recover`
+/// started it with the environment set. Grows the Pod and stops after write 5 until killed.
+#[test]
+fn v2_crash_child() {
+    let (Ok(root), Ok(intents), Ok(marker)) = (
+        std::env::var(ENV_ROOT),
+        std::env::var(ENV_INTENTS),
+        std::env::var(ENV_MARKER),
+    ) else {
+        return;
+    };
+    let mut a = actuator_on(Path::new(&root), Path::new(&intents));
+    a.set_after_write_hook(Some(Box::new(move |n| {
+        if n == CRASH_AFTER {
+            std::fs::write(&marker, n.to_string()).unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    })));
+    let _ = a.resize(&request(1000, 1500, 256 * MIB), Instant::now());
+    panic!("the parent should have killed us after {CRASH_AFTER} writes");
+}
+
+/// SIGKILL between two writes of a grow, on the real v2 files: the next start completes the
+/// resize from the intent record, to exactly what an uninterrupted grow writes.
+#[test]
+fn v2_real_sigkill_between_writes_then_recover() {
+    if !pure_v2("v2_real_sigkill_between_writes_then_recover") {
+        return;
+    }
+    let mut s = scratch("crash");
+    s.actuator()
+        .resize(&request(250, 500, 64 * MIB), Instant::now())
+        .unwrap();
+    let small = knobs(&s);
+    // The child's actuator must be the only one on this root (the lock refuses two).
+    drop(s.actuator.take());
+    let intents = s._intents.path().to_path_buf();
+    let marker = intents.join("paused");
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "v2_crash_child", "--nocapture", "--test-threads=1"])
+        .env(ENV_ROOT, &s.root)
+        .env(ENV_INTENTS, &intents)
+        .env(ENV_MARKER, &marker)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = common::Proc(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "child never reached write {CRASH_AFTER}"
+        );
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!("child exited early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.0.kill().unwrap(); // SIGKILL between write 5 and write 6
+    child.0.wait().unwrap();
+    let torn = knobs(&s);
+    assert_ne!(torn, small, "some writes happened");
+    assert_eq!(
+        value(&s, "logger/cpu.max"),
+        "50000 100000",
+        "the last container is not written yet"
+    );
+
+    let mut a = actuator_on(&s.root, &intents);
+    let done = a.recover().unwrap();
+    assert_eq!(
+        done,
+        vec![Recovery::Completed {
+            pod_uid: UID.into(),
+            writes: 12
+        }]
+    );
+    // What an uninterrupted grow to the same size writes (see the first test).
+    assert_eq!(value(&s, "cpu.weight"), "118");
+    assert_eq!(value(&s, "cpu.max"), "450000 100000");
+    assert_eq!(value(&s, "memory.max"), (768 * MIB).to_string());
+    for c in CONTAINERS {
+        assert_eq!(value(&s, &format!("{c}/cpu.weight")), "100");
+        assert_eq!(value(&s, &format!("{c}/cpu.max")), "150000 100000");
+        assert_eq!(value(&s, &format!("{c}/memory.max")), (256 * MIB).to_string());
+    }
+    assert!(a.recover().unwrap().is_empty(), "the record is removed");
 }

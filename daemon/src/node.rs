@@ -67,6 +67,8 @@ pub struct NodeOptions {
     pub max_cgroups: Option<u32>,
     /// Where cgroups are mounted (normally `/sys/fs/cgroup`).
     pub cgroup_mount: PathBuf,
+    /// Kernel BTF for the probes' struct offsets (normally `/sys/kernel/btf/vmlinux`).
+    pub btf_path: PathBuf,
     /// Pod cgroup roots the actuator may write (default: headroom's standalone roots).
     pub roots: Option<Roots>,
     /// Where intent records live (tmpfs in production: `/run/headroom/intents`).
@@ -87,6 +89,7 @@ impl NodeOptions {
             probes: ProbeMode::default(),
             max_cgroups: None,
             cgroup_mount: PathBuf::from(headroom_cgroupfs::setup::DEFAULT_MOUNT),
+            btf_path: ProbeOptions::default().btf_path,
             roots: None,
             intent_dir: PathBuf::from("/run/headroom/intents"),
             actuation: Actuation::default(),
@@ -170,6 +173,7 @@ pub async fn start(options: NodeOptions) -> Result<Node> {
             // Loading runs the verifier (~0.2 s): off the async workers.
             let probe_options = ProbeOptions {
                 cgroup_mount: options.cgroup_mount.clone(),
+                btf_path: options.btf_path.clone(),
                 max_cgroups: options.max_cgroups,
                 ..ProbeOptions::default()
             };

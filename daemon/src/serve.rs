@@ -45,6 +45,11 @@ pub struct ServeArgs {
     /// Whether the eBPF probes must load.
     #[arg(long, value_enum, default_value_t = ProbeMode::IfAvailable)]
     pub probes: ProbeMode,
+    /// Kernel BTF to read the probes' struct offsets from. A program needing a field this
+    /// BTF lacks is refused (named in the log and `headroom_probe_programs_attached`); the
+    /// others load.
+    #[arg(long, value_name = "FILE", default_value = "/sys/kernel/btf/vmlinux")]
+    pub btf: PathBuf,
     /// Cgroups the probes' per-cgroup maps hold (default: those present at start plus a
     /// quarter). Their per-CPU values make this the probes' kernel memory: about 620 bytes per
     /// cgroup and CPU. A full map is counted (`headroom_probe_map_full_total`) and WARNed.
@@ -184,6 +189,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         options.probes = args.probes;
         options.max_cgroups = args.max_cgroups;
+        options.btf_path = args.btf.clone();
         options.collector.kernel_events = args.kernel_events;
         options.intent_dir = args.intent_dir.clone();
         options.actuation = args.actuation;

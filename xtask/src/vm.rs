@@ -1002,7 +1002,12 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
                 vec!["demo".into()],
             )
         },
-        test("probes_kernel", probes, args.clone()),
+        // `--include-ignored`: the tests that exhaust the machine's memory run here only.
+        test(
+            "probes_kernel",
+            probes,
+            [args.as_slice(), &["--include-ignored".into()]].concat(),
+        ),
         test("actuator_v2_real", actuator, args.clone()),
         GuestTest {
             // Shrink before evict on v2 cgroups: the seed gives way, a Pod without the

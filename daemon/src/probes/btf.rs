@@ -166,25 +166,45 @@ impl KernelBtf {
 
     /// Fills every offset of [`ProbeConfig`] and picks the throttle model.
     ///
-    /// Fields needed for cgroup attribution are mandatory. Throttling fields are optional:
-    /// when neither model is present the throttle counters stay zero and a warning says why.
-    pub fn probe_offsets(&self) -> Result<(ProbeConfig, Vec<String>), BtfError> {
+    /// A field a program cannot do without refuses that program only (see
+    /// [`ProbeOffsets::refusal`]): the others load. Throttling fields are optional: when
+    /// neither model is present the throttle counters stay zero and a warning says why.
+    pub fn probe_offsets(&self) -> ProbeOffsets {
         let mut warnings = Vec::new();
+        let mut missing: Vec<(Needed, BtfError)> = Vec::new();
+        let mut need = |what: Needed, found: Result<u32, BtfError>| {
+            found.unwrap_or_else(|e| {
+                missing.push((what, e));
+                0
+            })
+        };
         let mut config = ProbeConfig {
-            task_cgroups: self.offset_of("task_struct", "cgroups")?,
-            task_pid: self.offset_of("task_struct", "pid")?,
-            task_tgid: self.offset_of("task_struct", "tgid")?,
-            task_comm: self.offset_of("task_struct", "comm")?,
-            css_set_subsys: self.offset_of("css_set", "subsys")?,
-            css_set_dfl_cgrp: self.offset_of("css_set", "dfl_cgrp")?,
-            css_cgroup: self.offset_of("cgroup_subsys_state", "cgroup")?,
-            css_id: self.offset_of("cgroup_subsys_state", "id")?,
-            cgroup_kn: self.offset_of("cgroup", "kn")?,
-            kernfs_node_id: self.offset_of("kernfs_node", "id")?,
-            cgroup_root: self.offset_of("cgroup", "root")?,
-            cgroup_root_hierarchy_id: self.offset_of("cgroup_root", "hierarchy_id")?,
-            cpu_subsys_index: self.enum_value("cgroup_subsys_id", "cpu_cgrp_id")?,
-            memory_subsys_index: self.enum_value("cgroup_subsys_id", "memory_cgrp_id")?,
+            task_cgroups: need(Needed::TaskCgroup, self.offset_of("task_struct", "cgroups")),
+            task_pid: need(Needed::TaskPid, self.offset_of("task_struct", "pid")),
+            task_tgid: need(Needed::TaskIdentity, self.offset_of("task_struct", "tgid")),
+            task_comm: need(Needed::TaskIdentity, self.offset_of("task_struct", "comm")),
+            css_set_subsys: need(Needed::TaskCgroup, self.offset_of("css_set", "subsys")),
+            css_set_dfl_cgrp: need(Needed::TaskCgroup, self.offset_of("css_set", "dfl_cgrp")),
+            css_cgroup: need(
+                Needed::TaskCgroup,
+                self.offset_of("cgroup_subsys_state", "cgroup"),
+            ),
+            css_id: need(Needed::TaskPid, self.offset_of("cgroup_subsys_state", "id")),
+            cgroup_kn: need(Needed::CgroupId, self.offset_of("cgroup", "kn")),
+            kernfs_node_id: need(Needed::CgroupId, self.offset_of("kernfs_node", "id")),
+            cgroup_root: need(Needed::CgroupHierarchy, self.offset_of("cgroup", "root")),
+            cgroup_root_hierarchy_id: need(
+                Needed::CgroupHierarchy,
+                self.offset_of("cgroup_root", "hierarchy_id"),
+            ),
+            cpu_subsys_index: need(
+                Needed::TaskCgroup,
+                self.enum_value("cgroup_subsys_id", "cpu_cgrp_id"),
+            ),
+            memory_subsys_index: need(
+                Needed::TaskCgroup,
+                self.enum_value("cgroup_subsys_id", "memory_cgrp_id"),
+            ),
             ..ProbeConfig::default()
         };
         // Linux ≥ 6.18 (task-based throttle, e1fad12dcb66): the task itself carries the flag.
@@ -260,7 +280,85 @@ impl KernelBtf {
                 ));
             }
         }
-        Ok((config, warnings))
+        ProbeOffsets {
+            config,
+            warnings,
+            missing,
+        }
+    }
+}
+
+/// What a program reads from kernel structs, in groups of fields that go together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needed {
+    /// A task's cgroup: `task_struct.cgroups` → `css_set` → the controller's cgroup.
+    TaskCgroup,
+    /// A task's thread id, and the cpu controller's css id (the run-queue slot).
+    TaskPid,
+    /// A task's process id and command, reported with its events.
+    TaskIdentity,
+    /// A cgroup's id: `cgroup.kn` → `kernfs_node.id`.
+    CgroupId,
+    /// A cgroup's hierarchy: `cgroup.root` → `cgroup_root.hierarchy_id`.
+    CgroupHierarchy,
+}
+
+/// Kernel struct fields each program cannot run without, by program name in the object.
+pub const PROGRAM_NEEDS: &[(&str, &[Needed])] = &[
+    (
+        "sched_switch",
+        &[
+            Needed::TaskCgroup,
+            Needed::CgroupId,
+            Needed::TaskPid,
+            Needed::TaskIdentity,
+        ],
+    ),
+    ("sched_wakeup", &[Needed::TaskPid]),
+    ("sched_wakeup_new", &[Needed::TaskPid]),
+    (
+        "sched_process_exit",
+        &[
+            Needed::TaskPid,
+            Needed::TaskCgroup,
+            Needed::CgroupId,
+            Needed::TaskIdentity,
+        ],
+    ),
+    ("memcg_reclaim_begin", &[]),
+    ("memcg_reclaim_end", &[Needed::TaskCgroup, Needed::CgroupId]),
+    ("direct_reclaim_begin", &[]),
+    ("direct_reclaim_end", &[Needed::TaskCgroup, Needed::CgroupId]),
+    (
+        "oom_mark_victim",
+        &[Needed::TaskCgroup, Needed::CgroupId, Needed::TaskIdentity],
+    ),
+    ("cgroup_mkdir", &[Needed::CgroupId, Needed::CgroupHierarchy]),
+    ("cgroup_rmdir", &[Needed::CgroupId, Needed::CgroupHierarchy]),
+];
+
+/// The probes' configuration for this kernel, and what its BTF lacked.
+pub struct ProbeOffsets {
+    /// Offsets and models; a missing field's offset is 0 and its programs are refused.
+    pub config: ProbeConfig,
+    /// Things that work less well than they could (optional fields missing).
+    pub warnings: Vec<String>,
+    /// Fields a program needs that this BTF lacks.
+    pub missing: Vec<(Needed, BtfError)>,
+}
+
+impl ProbeOffsets {
+    /// Why `program` cannot be loaded with this BTF (the first missing field it needs, by
+    /// name), or `None` when it has every field it reads. A program not in
+    /// [`PROGRAM_NEEDS`] is refused: loading it blind could read the wrong memory.
+    pub fn refusal(&self, program: &str) -> Option<String> {
+        let Some((_, needs)) = PROGRAM_NEEDS.iter().find(|(name, _)| *name == program) else {
+            return Some(format!("no BTF requirements are known for program `{program}`"));
+        };
+        self.missing
+            .iter()
+            .find(|(what, _)| needs.contains(what))
+            .map(|(_, e)| format!("refused: {e}"))
     }
 }
 
@@ -284,7 +382,9 @@ mod tests {
     #[test]
     fn offsets_resolve_on_this_kernel() {
         let Some(btf) = kernel() else { return };
-        let (config, _) = btf.probe_offsets().expect("offsets");
+        let offsets = btf.probe_offsets();
+        assert!(offsets.missing.is_empty(), "{:?}", offsets.missing);
+        let config = offsets.config;
         // `pid` and `tgid` are adjacent `pid_t`s in every kernel since 2.6.
         assert_eq!(config.task_tgid, config.task_pid + 4);
         assert!(config.kernfs_node_id > 0 || config.cgroup_kn > 0);
@@ -294,10 +394,45 @@ mod tests {
     #[test]
     fn this_kernel_uses_the_sched_info_runq_model() {
         let Some(btf) = kernel() else { return };
-        let (config, warnings) = btf.probe_offsets().expect("offsets");
+        let ProbeOffsets { config, warnings, .. } = btf.probe_offsets();
         // 6.18 with delay accounting: the cheaper model must be picked here.
         assert_eq!(config.runq_model, RunqModel::SchedInfo as u32, "{warnings:?}");
         assert!(config.task_last_queued > 0 && config.cfs_rq_rq > 0 && config.task_se_cfs_rq > 0);
+    }
+
+    #[test]
+    fn every_program_has_its_kernel_fields_listed() {
+        for (program, _) in crate::probes::PROGRAMS {
+            assert!(
+                PROGRAM_NEEDS.iter().any(|(name, _)| name == program),
+                "{program} is missing from PROGRAM_NEEDS"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_field_refuses_only_the_programs_that_read_it() {
+        let offsets = ProbeOffsets {
+            config: ProbeConfig::default(),
+            warnings: Vec::new(),
+            missing: vec![(
+                Needed::CgroupHierarchy,
+                BtfError::MissingField {
+                    ty: "cgroup_root".into(),
+                    field: "hierarchy_id".into(),
+                },
+            )],
+        };
+        assert_eq!(
+            offsets.refusal("cgroup_mkdir").as_deref(),
+            Some("refused: kernel BTF has no field `hierarchy_id` in `struct cgroup_root`")
+        );
+        assert_eq!(offsets.refusal("sched_switch"), None);
+        assert_eq!(offsets.refusal("oom_mark_victim"), None);
+        assert!(
+            offsets.refusal("not_a_program").is_some(),
+            "unknown programs are refused"
+        );
     }
 
     #[test]

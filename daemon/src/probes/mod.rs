@@ -23,7 +23,7 @@ use headroom_common::{
 };
 use tracing::{debug, info, warn};
 
-pub use self::btf::{BtfError, KernelBtf};
+pub use self::btf::{BtfError, KernelBtf, Needed, PROGRAM_NEEDS, ProbeOffsets};
 use crate::cgroups::{CgroupHost, HostError};
 
 /// The probe object built by `cargo xtask build-ebpf` (empty when it was not built).
@@ -320,7 +320,9 @@ impl Probes {
         }
         let host = CgroupHost::detect(&options.cgroup_mount)?;
         let kernel = KernelBtf::from_file(&options.btf_path)?;
-        let (mut config, warnings) = kernel.probe_offsets()?;
+        let offsets = kernel.probe_offsets();
+        let mut config = offsets.config;
+        let warnings = offsets.warnings.clone();
         config.cgroup_mode = host.version.probe_mode() as u32;
         config.cpu_hierarchy_id = host.cpu.id;
         config.memory_hierarchy_id = host.memory.id;
@@ -395,7 +397,12 @@ impl Probes {
                 );
                 continue;
             }
-            let error = attach(&mut ebpf, program, tracepoint, &aya_btf).err();
+            // A program whose kernel fields this BTF lacks is not loaded: it would read the
+            // wrong memory. The others still load.
+            let error = match offsets.refusal(program) {
+                Some(refused) => Some(refused),
+                None => attach(&mut ebpf, program, tracepoint, &aya_btf).err(),
+            };
             if let Some(error) = &error {
                 warn!(program, tracepoint, "probe not attached: {error}");
             }
