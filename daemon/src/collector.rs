@@ -18,7 +18,7 @@
 //! calls, far more than its queue hop, and waiting for the rest of the cycle would only delay
 //! it).
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -28,7 +28,7 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
-use headroom_common::{CgroupKey, CgroupStats, EventKind};
+use headroom_common::{CgroupKey, CgroupStats, EventKind, ProbeEvent};
 use tracing::{debug, info_span, warn};
 
 use crate::{
@@ -57,11 +57,32 @@ pub struct ProbeReport {
     pub map_cgroups: u32,
     /// Why the last map read failed, if it did.
     pub read_error: Option<String>,
+    /// What became of the cgroup ids in probe events and counters (see [`CgroupResolution`]).
+    pub resolution: CgroupResolution,
     /// When the collector last read the probes.
     pub updated_at: Option<Instant>,
     /// Cumulative counters per cgroup, summed over CPUs.
     pub stats: HashMap<CgroupKey, CgroupStats>,
 }
+
+/// How the probes' cgroup ids met the cgroup index, cumulative. An id of a hierarchy headroom
+/// indexes that the index does not hold is re-scanned for once; one still unknown after that
+/// (created and removed between walks, or beyond the walk's depth) is counted here and logged,
+/// never dropped silently. Ids of other v1 hierarchies (`pids`, `devices`, …) are not headroom's
+/// and are not looked up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CgroupResolution {
+    /// Events read from the ring buffer.
+    pub events_received: u64,
+    /// Events, and cgroups of the counter map (each once), whose cgroup the index did not know
+    /// even after a re-scan.
+    pub unresolved: u64,
+    /// Walks of cgroupfs made because an id was not in the index, or a cgroup came or went.
+    pub rescans: u64,
+}
+
+/// At most one warning about unresolved cgroup ids per this interval.
+const UNRESOLVED_WARN_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The newest [`ProbeReport`], shared between the collector (writer) and its readers.
 pub type ProbeReportCell = Arc<ArcSwap<ProbeReport>>;
@@ -143,6 +164,7 @@ impl Collector {
                     dirty: true,
                     pod_roots: config.pod_roots.clone(),
                     report,
+                    unknown: UnknownCgroups::default(),
                 };
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
@@ -206,6 +228,45 @@ struct State {
     dirty: bool,
     pod_roots: Vec<String>,
     report: ProbeReportCell,
+    unknown: UnknownCgroups,
+}
+
+/// The collector's side of [`CgroupResolution`].
+#[derive(Default)]
+struct UnknownCgroups {
+    counts: CgroupResolution,
+    /// Counter-map cgroups already re-scanned for and counted: a dead cgroup's counters stay in
+    /// the map, and would otherwise cost a walk and a count every cycle. Kept to the keys of
+    /// the last map read, so it never outgrows the map.
+    counted: HashSet<CgroupKey>,
+    /// `counts.unresolved` at the last warning, and when it was.
+    warned: u64,
+    last_warning: Option<Instant>,
+}
+
+impl UnknownCgroups {
+    fn note(&mut self, unknown: &[CgroupKey], what: &'static str, now: Instant) {
+        let Some(first) = unknown.first() else {
+            return;
+        };
+        self.counts.unresolved += unknown.len() as u64;
+        if self
+            .last_warning
+            .is_none_or(|t| now.duration_since(t) >= UNRESOLVED_WARN_INTERVAL)
+        {
+            warn!(
+                unresolved_since_last = self.counts.unresolved - self.warned,
+                unresolved_total = self.counts.unresolved,
+                hierarchy_id = first.hierarchy_id,
+                cgroup_id = first.id,
+                what,
+                "probe data for cgroups cgroupfs does not hold even after a re-scan \
+                 (created and removed between walks, or their events were lost)"
+            );
+            self.warned = self.counts.unresolved;
+            self.last_warning = Some(now);
+        }
+    }
 }
 
 impl State {
@@ -213,10 +274,7 @@ impl State {
         let _span = info_span!("collect").entered();
         self.drain_events();
         if self.dirty {
-            self.index.store(Arc::new(CgroupIndex::build_with(
-                &self.host.hierarchies(),
-                &self.pod_roots,
-            )));
+            self.rebuild_index();
             self.dirty = false;
         }
         self.send_probe_counters();
@@ -253,41 +311,111 @@ impl State {
         }
     }
 
+    fn rebuild_index(&self) {
+        self.index.store(Arc::new(CgroupIndex::build_with(
+            &self.host.hierarchies(),
+            &self.pod_roots,
+        )));
+    }
+
+    /// Whether `key` is of a hierarchy the index walks.
+    fn tracked(&self, key: &CgroupKey) -> bool {
+        self.host.hierarchies().iter().any(|h| h.id == key.hierarchy_id)
+    }
+
+    /// Of `keys` (tracked hierarchies only; one per event, repeats kept), those the index does
+    /// not hold even after one re-scan, made only when some key is missing or `rescan` asks.
+    fn unknown_after_rescan(&mut self, mut keys: Vec<CgroupKey>, rescan: bool) -> Vec<CgroupKey> {
+        let index = self.index.load();
+        keys.retain(|key| self.tracked(key) && index.get(key).is_none());
+        drop(index);
+        if keys.is_empty() && !rescan {
+            return keys;
+        }
+        self.rebuild_index();
+        self.unknown.counts.rescans += 1;
+        let index = self.index.load();
+        keys.retain(|key| index.get(key).is_none());
+        keys
+    }
+
     fn drain_events(&mut self) {
         let Some(probes) = self.probes.as_mut() else {
             return;
         };
-        let now = Instant::now();
-        let mut dirty = false;
-        let mut removed = Vec::new();
-        let mut batch = Vec::new();
-        let malformed = probes.drain_events(|event| {
-            if event.kind == EventKind::CgroupMkdir as u32 || event.kind == EventKind::CgroupRmdir as u32 {
-                dirty = true;
-            }
-            if event.kind == EventKind::CgroupRmdir as u32 {
-                removed.push(event.cgroup);
-            }
-            batch.push(PipelineInput::Event(event, now));
-        });
+        let mut events = Vec::new();
+        let malformed = probes.drain_events(|event| events.push(event));
         if malformed > 0 {
             warn!(malformed, "skipped malformed probe events");
         }
-        // A created cgroup is indexed before its event goes out, so the aggregator can name
-        // its Pod (a pushed event would otherwise reach it before the cycle's walk).
-        if dirty {
-            self.index.store(Arc::new(CgroupIndex::build_with(
-                &self.host.hierarchies(),
-                &self.pod_roots,
-            )));
+        let removed = self.forward_events(events, Instant::now());
+        // A removed cgroup's counters are final: forget them in the kernel map too, or it grows
+        // with every Pod the node ever ran.
+        if let Some(probes) = self.probes.as_mut() {
+            for key in removed {
+                probes.forget_cgroup(&key);
+            }
         }
+    }
+
+    /// Sends one drain's events as one batch, once the index holds their cgroups (or they are
+    /// counted as unresolved); returns the cgroups removed.
+    fn forward_events(&mut self, events: Vec<ProbeEvent>, now: Instant) -> Vec<CgroupKey> {
+        if events.is_empty() {
+            return Vec::new();
+        }
+        self.unknown.counts.events_received += events.len() as u64;
+        let is = |e: &ProbeEvent, kind: EventKind| e.kind == kind as u32;
+        let removed: Vec<CgroupKey> = events
+            .iter()
+            .filter(|e| is(e, EventKind::CgroupRmdir))
+            .map(|e| e.cgroup)
+            .collect();
+        // A removed cgroup is gone from cgroupfs: it is known if the index held it before.
+        let index = self.index.load();
+        let unknown_removed: Vec<CgroupKey> = removed
+            .iter()
+            .filter(|key| self.tracked(key) && index.get(key).is_none())
+            .copied()
+            .collect();
+        drop(index);
+        // Cgroups created or removed make the index stale; any other id it lacks asks for the
+        // same single walk. So a created cgroup is indexed before its event goes out and the
+        // aggregator can name its Pod.
+        let came_or_went = events.iter().any(|e| {
+            (is(e, EventKind::CgroupMkdir) || is(e, EventKind::CgroupRmdir)) && self.tracked(&e.cgroup)
+        });
+        let others: Vec<CgroupKey> = events
+            .iter()
+            .filter(|e| !is(e, EventKind::CgroupRmdir))
+            .map(|e| e.cgroup)
+            .collect();
+        let mut unknown = self.unknown_after_rescan(others, came_or_went);
+        unknown.extend(unknown_removed);
+        self.unknown.note(&unknown, "events", now);
+        let batch = events
+            .into_iter()
+            .map(|event| PipelineInput::Event(event, now))
+            .collect();
         send_in_batches(&self.sender, batch);
-        // A removed cgroup's counters are final: forget them here and in the kernel map, or
-        // both grow with every Pod the node ever ran.
-        for key in removed {
-            probes.forget_cgroup(&key);
-            self.last_sent.remove(&key);
+        for key in &removed {
+            self.last_sent.remove(key);
         }
+        removed
+    }
+
+    /// Makes sure the index holds the cgroups of a counter-map read: each one it lacks is
+    /// re-scanned for once (one walk for all of them) and, still unknown, counted once.
+    fn resolve_counter_keys(&mut self, stats: &HashMap<CgroupKey, CgroupStats>, now: Instant) {
+        self.unknown.counted.retain(|key| stats.contains_key(key));
+        let fresh: Vec<CgroupKey> = stats
+            .keys()
+            .filter(|key| !self.unknown.counted.contains(key))
+            .copied()
+            .collect();
+        let unknown = self.unknown_after_rescan(fresh, false);
+        self.unknown.counted.extend(unknown.iter().copied());
+        self.unknown.note(&unknown, "counters", now);
     }
 
     fn send_probe_counters(&mut self) {
@@ -320,6 +448,7 @@ impl State {
             map_memory_bytes: probes.memory.iter().map(|m| m.memlock).sum(),
             map_cgroups: probes.sizing.cgroups,
             read_error: health_error,
+            resolution: self.unknown.counts,
             updated_at: Some(Instant::now()),
             stats: HashMap::new(),
         };
@@ -333,6 +462,8 @@ impl State {
             }
         };
         let at = Instant::now();
+        self.resolve_counter_keys(&stats, at);
+        report.resolution = self.unknown.counts;
         let changed: Vec<CgroupSample> = stats
             .iter()
             .map(|(key, value)| CgroupSample::new(*key, value, at))
@@ -429,5 +560,106 @@ mod tests {
         };
         assert!(s.stats.processed_total >= 16, "{:?}", s.stats);
         assert_eq!(s.stats.dropped_total % 4, 0, "whole batches: {:?}", s.stats);
+    }
+
+    fn event(kind: EventKind, cgroup: CgroupKey) -> ProbeEvent {
+        ProbeEvent {
+            kind: kind as u32,
+            pid: 0,
+            timestamp_ns: 1,
+            cgroup,
+            cpu_cgroup: cgroup,
+            comm: [0; 16],
+            duration_ns: 0,
+        }
+    }
+
+    #[test]
+    fn an_unknown_cgroup_id_is_rescanned_for_once_then_counted() {
+        use std::os::unix::fs::MetadataExt as _;
+
+        use crate::cgroups::Hierarchy;
+
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("system.slice")).unwrap();
+        let unified = Hierarchy {
+            id: 0,
+            mount: tmp.path().to_path_buf(),
+        };
+        let host = CgroupHost {
+            version: headroom_cgroupfs::CgroupVersion::V2,
+            cpu: unified.clone(),
+            memory: unified,
+            cpuacct: None,
+        };
+        let index = Arc::new(ArcSwap::from_pointee(CgroupIndex::build(&host.hierarchies())));
+        let (handle, reader) = pipeline::spawn(
+            PipelineConfig::default(),
+            Arc::new(StaticPodResolver::new()),
+            Arc::new(InMemoryPodSource::default()),
+        )
+        .unwrap();
+        let mut state = State {
+            probes: None,
+            host,
+            index,
+            sender: handle.sender(),
+            last_sent: HashMap::new(),
+            dirty: false,
+            pod_roots: Vec::new(),
+            report: ProbeReportCell::default(),
+            unknown: UnknownCgroups::default(),
+        };
+        let counts = |received, unresolved, rescans| CgroupResolution {
+            events_received: received,
+            unresolved,
+            rescans,
+        };
+        let now = Instant::now();
+
+        // Created after the walk, and its mkdir event lost: a throttle event names it first.
+        std::fs::create_dir(tmp.path().join("late")).unwrap();
+        let late = CgroupKey::new(0, std::fs::metadata(tmp.path().join("late")).unwrap().ino());
+        assert!(state.index.load().get(&late).is_none());
+        state.forward_events(vec![event(EventKind::ThrottleBegin, late)], now);
+        assert!(state.index.load().get(&late).is_some(), "re-scanned for");
+        assert_eq!(state.unknown.counts, counts(1, 0, 1));
+
+        // Ids cgroupfs does not hold: one walk for the drain, then each event counted.
+        let gone = CgroupKey::new(0, u64::MAX - 1);
+        state.forward_events(
+            vec![
+                event(EventKind::OomKill, gone),
+                event(EventKind::ThrottleEnd, gone),
+            ],
+            now,
+        );
+        assert_eq!(state.unknown.counts, counts(3, 2, 2));
+
+        // Created and removed between walks: its removal is unknown too.
+        let between = CgroupKey::new(0, u64::MAX - 2);
+        let removed = state.forward_events(vec![event(EventKind::CgroupRmdir, between)], now);
+        assert_eq!(removed, vec![between]);
+        assert_eq!(state.unknown.counts, counts(4, 3, 3));
+
+        // A cgroup of a v1 hierarchy headroom does not index (`pids`): not looked up.
+        state.forward_events(vec![event(EventKind::CgroupMkdir, CgroupKey::new(7, 1))], now);
+        assert_eq!(state.unknown.counts, counts(5, 3, 3));
+
+        // A dead cgroup left in the counter map is counted once, not at every read.
+        let stats: HashMap<CgroupKey, CgroupStats> = [(gone, CgroupStats::ZERO), (late, CgroupStats::ZERO)]
+            .into_iter()
+            .collect();
+        state.resolve_counter_keys(&stats, now);
+        assert_eq!(state.unknown.counts, counts(5, 4, 4));
+        state.resolve_counter_keys(&stats, now);
+        assert_eq!(state.unknown.counts, counts(5, 4, 4));
+
+        // Unresolved or not, every event went on to the aggregator.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while reader.load().stats.processed_total < 5 {
+            assert!(Instant::now() < deadline, "{:?}", reader.load().stats);
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }

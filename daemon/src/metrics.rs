@@ -318,6 +318,27 @@ impl SnapshotCollector {
         )?;
         scalar(
             encoder,
+            "headroom_probe_events",
+            "Probe events read from the ring buffer (with headroom_probe_events_dropped, all the probes emitted).",
+            true,
+            report.resolution.events_received as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_events_unresolved",
+            "Probe events, and cgroups of the counter map (each once), whose cgroup id the cgroup index did not hold even after a re-scan of cgroupfs.",
+            true,
+            report.resolution.unresolved as f64,
+        )?;
+        scalar(
+            encoder,
+            "headroom_probe_cgroup_rescans",
+            "Walks of cgroupfs made because a cgroup came or went or a probe named an id the index lacked.",
+            true,
+            report.resolution.rescans as f64,
+        )?;
+        scalar(
+            encoder,
             "headroom_probe_map_full",
             "Counter updates lost because the per-cgroup map was full (sized at load: --max-cgroups).",
             true,
@@ -463,6 +484,13 @@ impl Collector for SnapshotCollector {
             "Records dropped because the pipeline queue was full.",
             true,
             self.reader.dropped() as f64,
+        )?;
+        scalar(
+            &mut encoder,
+            "headroom_pipeline_queued",
+            "Records waiting in the pipeline queue for the aggregator (at most the queue's capacity).",
+            false,
+            self.reader.queued() as f64,
         )?;
         scalar(
             &mut encoder,
@@ -831,6 +859,11 @@ mod tests {
             map_memory_bytes: 4096,
             map_cgroups: 256,
             read_error: None,
+            resolution: crate::collector::CgroupResolution {
+                events_received: 40,
+                unresolved: 5,
+                rescans: 2,
+            },
             updated_at: Some(Instant::now()),
             stats: [(key, stats)].into_iter().collect(),
         };
@@ -848,6 +881,10 @@ mod tests {
             format!(r#"headroom_container_memory_reclaim_stall_seconds_total{{{l}}} 1.5"#),
             "headroom_probe_events_dropped_total 3".to_string(),
             "headroom_probe_map_full_total 2".to_string(),
+            "headroom_probe_events_total 40".to_string(),
+            "headroom_probe_events_unresolved_total 5".to_string(),
+            "headroom_probe_cgroup_rescans_total 2".to_string(),
+            "headroom_pipeline_queued 0".to_string(),
             "headroom_probe_read_failures_total 1".to_string(),
             "headroom_probe_map_memory_bytes 4096".to_string(),
             "headroom_probe_map_cgroups 256".to_string(),

@@ -182,6 +182,7 @@ mod tests {
             read_error: None,
             updated_at: read.map(|d| now - d),
             stats: HashMap::new(),
+            ..ProbeReport::default()
         }
     }
 

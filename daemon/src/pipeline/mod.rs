@@ -415,6 +415,12 @@ impl SnapshotReader {
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Relaxed)
     }
+
+    /// Records in the queue now, not yet taken by the aggregator: near the capacity, it is
+    /// not keeping up (and `dropped` says what that cost).
+    pub fn queued(&self) -> usize {
+        self.shared.queued.load(Ordering::Relaxed)
+    }
 }
 
 /// Owns the aggregator thread: stops and joins it on [`PipelineHandle::shutdown`] or drop.
