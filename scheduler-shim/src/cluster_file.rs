@@ -426,20 +426,25 @@ pub fn node_state_for(
         })
         .collect();
 
-    let single_node = cluster.nodes.len() == 1;
     let mut pods = Vec::new();
     for pod in &cluster.pods {
-        let on_node = match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
-            Some(name) => name == node_name,
-            None => single_node,
+        let is_target = std::ptr::eq(pod, target);
+        // Only Pods bound here are on the node (the resizing one is, wherever `node_of` put it);
+        // a Pod nominated here and not yet bound counts as upstream counts nominated Pods.
+        let nominated = match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            _ if is_target => false,
+            Some(name) if name == node_name => false,
+            Some(_) => continue,
+            None if nominated_to(pod) == Some(node_name.as_str()) => true,
+            None => continue,
         };
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         // The scheduler does not count terminal Pods.
-        if !on_node || matches!(phase, Some("Succeeded" | "Failed")) {
+        if matches!(phase, Some("Succeeded" | "Failed")) {
             continue;
         }
-        let is_target = std::ptr::eq(pod, target);
         let mut input = pod_input(cluster, pod, &pdbs)?;
+        input.nominated = nominated;
         if is_target {
             input.requests = request.requested;
         }
@@ -474,6 +479,14 @@ pub fn is_static_pod(pod: &Pod) -> bool {
     let annotations = pod.metadata.annotations.as_ref();
     let annotation = |key: &str| annotations.and_then(|a| a.get(key));
     annotation(MIRROR_ANNOTATION).is_some() || annotation(SOURCE_ANNOTATION).is_some_and(|s| s != "api")
+}
+
+/// `status.nominatedNodeName`, where the scheduler means to place a Pod once preemption made room.
+pub fn nominated_to(pod: &Pod) -> Option<&str> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .filter(|n| !n.is_empty())
 }
 
 fn namespace_of(pod: &Pod) -> &str {
@@ -616,6 +629,7 @@ fn pod_input(
         pdbs: matching,
         give_way,
         live: Default::default(),
+        nominated: false,
     })
 }
 
@@ -859,6 +873,8 @@ mod tests {
         parse_cluster(&text).unwrap()
     }
 
+    use crate::decide::Outcome;
+
     fn plan(cluster: &ClusterFile, name: &str, cpu: &str) -> crate::decide::Decision {
         let spec = ResizeSpec {
             namespace: "default".into(),
@@ -895,6 +911,36 @@ mod tests {
                     assert_ne!(d.outcome, crate::decide::Outcome::Infeasible, "{extra} {cpu}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn only_bound_pods_are_on_the_node_and_nominated_ones_count_by_priority() {
+        let unbound = |priority: i32, nominated: &str| {
+            format!(
+                "{{spec: {{priority: {priority}, containers: [{{name: app, resources: {{requests: {{cpu: '1', memory: 1Gi}}}}}}]}}, status: {{phase: Pending{nominated}}}}}"
+            )
+        };
+        let to_here = ", nominatedNodeName: node-a";
+        let to_elsewhere = ", nominatedNodeName: node-b";
+        // (pending Pod's priority, its nomination) → outcome, victims of a resize of p 1 → 3 CPU
+        // next to low (1 CPU) on 4 CPU.
+        let cases = [
+            (1, "", Outcome::Fits, vec![]),
+            (100, "", Outcome::Fits, vec![]),
+            (100, to_elsewhere, Outcome::Fits, vec![]),
+            (1, to_here, Outcome::Fits, vec![]),
+            (100, to_here, Outcome::Preempt, vec!["default/low".to_string()]),
+        ];
+        for (priority, nomination, outcome, victims) in cases {
+            let pending = unbound(priority, nomination);
+            let cluster = tiny_cluster(&[
+                ("p", 100, "1", ""),
+                ("low", 1, "1", ""),
+                ("pending", priority, "1", &pending),
+            ]);
+            let d = plan(&cluster, "p", "3");
+            assert_eq!((d.outcome, d.victim_keys()), (outcome, victims), "{pending}");
         }
     }
 

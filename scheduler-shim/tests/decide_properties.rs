@@ -22,13 +22,15 @@ fn arb_pod(pdb_count: usize) -> impl Strategy<Value = PodInput> {
         0i64..4096,
         prop::option::of(0i64..1000),
         prop::collection::vec(0..pdb_count.max(1), 0..2),
+        prop::bool::weighted(0.15),
     )
-        .prop_map(move |(priority, cpu, mem, start, pdbs)| PodInput {
+        .prop_map(move |(priority, cpu, mem, start, pdbs, nominated)| PodInput {
             namespace: "default".into(),
             priority,
             start_time: start.map(|s| jiff::Timestamp::from_second(1_700_000_000 + s).unwrap()),
             requests: Resources::new(cpu, mem * MI),
             pdbs: if pdb_count == 0 { vec![] } else { pdbs },
+            nominated,
             ..Default::default()
         })
 }
@@ -61,6 +63,8 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                         disruptions_allowed: if protective[i] { 0 } else { 1000 },
                     })
                     .collect();
+                // The resizing Pod is on the node.
+                pods[0].nominated = false;
                 let admitted = pods[0].requests;
                 let requested = admitted
                     .checked_add(Resources::new(extra_cpu, extra_mem * MI))
@@ -105,11 +109,15 @@ proptest! {
         let Scenario { state, resize } = s;
         let d = decide(&state, &resize).unwrap();
         let me = &state.pods[0];
-        let others = || state.pods.iter().skip(1);
+        // The model: what takes room against this resize. A Pod nominated to the node counts as
+        // placed only when its priority is at least the resizer's (RunFilterPluginsWithNominatedPods).
+        let others = || state.pods.iter().skip(1).filter(|p| !p.nominated || p.priority >= me.priority);
         let allocatable = state.node.allocatable;
 
-        // Never a victim of equal or higher priority; victims only when preempting.
+        // Never a victim of equal or higher priority, never a nominated Pod; victims only when
+        // preempting.
         prop_assert!(d.victims.iter().all(|v| v.priority < me.priority));
+        prop_assert!(d.victims.iter().all(|v| state.pods.iter().any(|p| p.name == v.name && !p.nominated)));
         prop_assert_eq!(d.outcome == Outcome::Preempt, !d.victims.is_empty());
 
         // Never evicts when evicting every lower-priority Pod cannot make room.
@@ -153,6 +161,11 @@ proptest! {
         extra in prop::collection::vec((0i64..4000, 0i64..2048), 1..4),
     ) {
         let Scenario { mut state, resize } = s;
+        // Every Pod here is bound: nominated Pods do not all count against every resize, so they
+        // have no place in "everything that stays fits together".
+        for pod in &mut state.pods {
+            pod.nominated = false;
+        }
         let mut resizes = vec![resize];
         for (k, (cpu, mem)) in extra.into_iter().enumerate() {
             let Some(pod) = state.pods.get_mut(k + 1) else { break };

@@ -327,6 +327,11 @@ struct Recorded {
 
 impl Recorded {
     /// (group, resource[/subresource], verb), as RBAC sees this request.
+    /// A list or watch of the Pods nominated to a node (field selector `status.nominatedNodeName`).
+    fn nominated_pods(&self) -> bool {
+        self.path == "/api/v1/pods" && self.query.contains("status.nominatedNodeName")
+    }
+
     fn rbac(&self) -> (String, String, String) {
         let segs: Vec<&str> = self.path.trim_start_matches('/').split('/').collect();
         let (group, rest) = match segs.as_slice() {
@@ -397,7 +402,11 @@ async fn serve(mut handle: Handle, state: Shared, headroomd: Option<PathBuf>) {
             body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
             reservations,
         };
-        let (_, resource, verb) = recorded.rbac();
+        let (_, mut resource, verb) = recorded.rbac();
+        if recorded.nominated_pods() {
+            // The shim's second Pod watch (Pods nominated to the node): its own list and watches.
+            resource = NOMINATED.into();
+        }
         let mut st = state.lock().unwrap();
         st.requests.push(recorded.clone());
         let response = match verb.as_str() {
@@ -465,9 +474,20 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Requests matching `f`, leaving out the nominated-Pods watch's (which the steps below do not
+/// follow; `every_request_is_in_the_rbac_table`-style checks read `requests` whole).
 fn count(state: &Shared, f: impl Fn(&Recorded) -> bool) -> usize {
-    state.lock().unwrap().requests.iter().filter(|r| f(r)).count()
+    state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| !r.nominated_pods() && f(r))
+        .count()
 }
+
+/// The mock's key for the Pods nominated to the node (list and watches).
+const NOMINATED: &str = "nominated-pods";
 
 fn setup() -> (kube::Client, Shared, tokio::task::JoinHandle<()>) {
     setup_with(None)
@@ -486,6 +506,8 @@ fn setup_with(headroomd: Option<PathBuf>) -> (kube::Client, Shared, tokio::task:
         );
         st.lists
             .insert("nodes".into(), list("NodeList", "v1", "900", vec![node()]));
+        st.lists
+            .insert(NOMINATED.into(), list("PodList", "v1", "1", vec![]));
         st.lists.insert("namespaces".into(), namespaces());
         st.lists.insert("priorityclasses".into(), priority_classes());
         st.lists.insert("poddisruptionbudgets".into(), pdbs());
@@ -495,12 +517,24 @@ fn setup_with(headroomd: Option<PathBuf>) -> (kube::Client, Shared, tokio::task:
 }
 
 /// Sets the Pods the API server lists.
+/// The node's Pods; those without `spec.nodeName` are listed only to the nominated-Pods watch,
+/// as the API server's field selectors would split them.
 fn set_pods(state: &Shared, pods: Vec<Value>) {
-    state
-        .lock()
-        .unwrap()
-        .lists
-        .insert("pods".into(), list("PodList", "v1", "1000", pods));
+    let (bound, unbound): (Vec<Value>, Vec<Value>) =
+        pods.into_iter().partition(|p| p["spec"]["nodeName"].is_string());
+    let mut st = state.lock().unwrap();
+    st.lists
+        .insert("pods".into(), list("PodList", "v1", "1000", bound));
+    st.lists
+        .insert(NOMINATED.into(), list("PodList", "v1", "1000", unbound));
+}
+
+/// critical-pod (priority 50000, 1 CPU) not bound yet: the scheduler nominated it to the node.
+fn critical_nominated() -> Value {
+    let mut pod = critical(false);
+    pod["spec"].as_object_mut().unwrap().remove("nodeName");
+    pod["status"] = json!({"phase": "Pending", "nominatedNodeName": NODE});
+    pod
 }
 
 /// Non-GET requests so far.
@@ -665,7 +699,7 @@ async fn mock_apiserver_preempts_for_a_deferred_resize_and_follows_it_through_a_
         .unwrap()
         .requests
         .iter()
-        .find(|r| r.path == "/api/v1/pods" && r.query.contains("watch=true"))
+        .find(|r| r.path == "/api/v1/pods" && r.query.contains("watch=true") && !r.nominated_pods())
         .cloned()
         .unwrap();
     assert!(
@@ -1460,6 +1494,13 @@ async fn mock_apiserver_backend_preempts_the_victims_plan_names() {
         // fit. Nobody is evicted.
         (
             vec![low(), critical(false), high_deferred_to("8")],
+            headroom_shim::Outcome::Deferred,
+            vec![],
+        ),
+        // The same with critical-pod only nominated to the node (not bound): it counts all the
+        // same, as the scheduler counts nominated Pods of higher priority.
+        (
+            vec![low(), critical_nominated(), high_deferred_to("8")],
             headroom_shim::Outcome::Deferred,
             vec![],
         ),

@@ -73,9 +73,11 @@ metadata: {name: low}
 value: 1000
 "#;
 
+/// Bound to the file's Node (`plan` counts only bound Pods; the standalone node binds every Pod
+/// to itself anyway).
 fn pod(name: &str, class: &str, cpu: &str) -> String {
     format!(
-        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  priorityClassName: {class}\n  containers:\n  - name: c\n    image: busybox\n    resources:\n      requests: {{cpu: \"{cpu}\", memory: 100Mi}}\n      limits: {{cpu: \"{cpu}\", memory: 100Mi}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  nodeName: test-node\n  priorityClassName: {class}\n  containers:\n  - name: c\n    image: busybox\n    resources:\n      requests: {{cpu: \"{cpu}\", memory: 100Mi}}\n      limits: {{cpu: \"{cpu}\", memory: 100Mi}}\n"
     )
 }
 

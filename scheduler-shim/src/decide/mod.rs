@@ -68,11 +68,20 @@ pub struct PodInput {
     pub give_way: GiveWay,
     /// headroomd's fresh figures for it (all `None` where there are none).
     pub live: LiveFigures,
+    /// Not on the node but nominated to it (`status.nominatedNodeName`, no `spec.nodeName`). As
+    /// upstream's `RunFilterPluginsWithNominatedPods`, it counts as placed against a resize of
+    /// priority at most its own, and not at all against a more important one; never a victim.
+    pub nominated: bool,
 }
 
 impl PodInput {
     pub fn is(&self, namespace: &str, name: &str) -> bool {
         self.namespace == namespace && self.name == name
+    }
+
+    /// Whether it takes room on the node in a decision for a resizing Pod of `priority`.
+    pub fn counts_against(&self, priority: i32) -> bool {
+        !self.nominated || self.priority >= priority
     }
 }
 
@@ -277,7 +286,7 @@ pub(crate) fn decide_with(
 
     let mut used = state.reserved;
     for (i, pod) in state.pods.iter().enumerate() {
-        if i != resizing && !excluded[i] {
+        if i != resizing && !excluded[i] && pod.counts_against(resizing_pod.priority) {
             used = used.checked_add(pod.requests).ok_or_else(overflow)?;
         }
     }

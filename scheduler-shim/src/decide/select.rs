@@ -93,9 +93,11 @@ pub(crate) fn split_candidates(
     let mut base = state.reserved.checked_add(requested).ok_or_else(overflow)?;
     let mut candidates: Vec<usize> = Vec::new();
     for (i, pod) in state.pods.iter().enumerate() {
-        if i == resizing || excluded[i] {
+        // A Pod nominated here with lower priority is not on the node: neither room nor victim.
+        if i == resizing || excluded[i] || !pod.counts_against(preemptor_priority) {
             continue;
         }
+        // Nominated Pods of higher or equal priority land in `base`: every reprieve counts them.
         if pod.priority < preemptor_priority {
             candidates.push(i);
         } else {

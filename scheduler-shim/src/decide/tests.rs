@@ -550,3 +550,46 @@ fn higher_priority_resize_can_evict_a_lower_priority_resizing_pod() {
     );
     assert_eq!(names(&served[0].decision), ["b"]);
 }
+
+// ---- Pods nominated to the node (upstream's RunFilterPluginsWithNominatedPods) ----
+
+#[test]
+fn nominated_pods_of_equal_or_higher_priority_count_as_placed_and_lower_ones_not_at_all() {
+    let nominated = |name: &str, priority: i32, cpu: i64| PodInput {
+        nominated: true,
+        ..pod(name, priority, cpu, GI)
+    };
+    let mut s = state(
+        8000,
+        64 * GI,
+        vec![
+            pod("p", 100, 2000, GI),
+            pod("low", 10, 2000, GI),
+            pod("lower", 5, 1000, GI),
+            // Equal priority: counts, in the fit check and in every reprieve.
+            nominated("waiting", 100, 2000),
+            // Lower priority: not on the node, so neither room nor a victim.
+            nominated("later", 1, 3000),
+        ],
+    );
+    let r = resize(&mut s, "p", 4000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(d.outcome, Outcome::Preempt);
+    // 4000 + waiting 2000 + low 2000 fill the node: lower must go, low is reprieved.
+    assert_eq!(names(&d), ["lower"]);
+    assert_eq!(
+        d.message,
+        "Node didn't have enough resource: cpu, requested: 4000, used: 5000, capacity: 8000"
+    );
+
+    // Without the nominated Pod waiting, the resize fits as it is.
+    let mut without = s.clone();
+    without.pods.retain(|p| p.name != "waiting");
+    assert_eq!(decide(&without, &r).unwrap().outcome, Outcome::Fits);
+
+    // A nominated Pod of higher priority that leaves no room even with every victim gone: nobody.
+    let mut blocked = s.clone();
+    blocked.pods[3] = nominated("waiting", 1000, 4001);
+    let d = decide(&blocked, &r).unwrap();
+    assert_eq!((d.outcome, d.victims.len()), (Outcome::Deferred, 0));
+}

@@ -355,7 +355,7 @@ pub(crate) fn notes(
         .pods
         .iter()
         .enumerate()
-        .filter(|(i, p)| *i != resizing && !excluded[*i] && p.give_way != GiveWay::NotOffered)
+        .filter(|(i, p)| *i != resizing && !excluded[*i] && !p.nominated && p.give_way != GiveWay::NotOffered)
         .map(|(i, pod)| {
             let shrunk_to = plan.and_then(|p| p.shrunk.iter().find(|(j, _)| *j == i).map(|(_, to)| *to));
             let evicted = plan.is_some_and(|p| p.selected.victims.iter().any(|v| v.index == i));

@@ -97,11 +97,12 @@ impl ApiCall {
     }
 }
 
-/// Pods of this node (field selector `spec.nodeName=<node>`), into a reflector.
+/// Pods of this node (field selector `spec.nodeName=<node>`) and Pods nominated to it
+/// (`status.nominatedNodeName=<node>`), into reflectors.
 pub const PODS_WATCH: ApiCall = ApiCall::of::<Pod>(
     None,
     &[verb::LIST, verb::WATCH],
-    "Pods of this node (field selector spec.nodeName) into a reflector store",
+    "Pods of this node (field selector spec.nodeName) and Pods nominated to it (status.nominatedNodeName) into reflector stores",
 );
 /// The scheduler's preemption: a graceful delete with a UID precondition.
 pub const PODS_DELETE: ApiCall = ApiCall::of::<Pod>(

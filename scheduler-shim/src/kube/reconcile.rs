@@ -475,13 +475,13 @@ impl preempt::Backend for KubeCycle<'_> {
     async fn list(&mut self) -> Result<Option<Listing>, KubeError> {
         let b = &mut *self.backend;
         b.watch_shrunk_pods().await;
-        let node_name = b.config.node_name.as_str();
+        let node_name = b.config.node_name.clone();
         let Some(node) = b
             .stores
             .nodes
             .state()
             .into_iter()
-            .find(|n| n.metadata.name.as_deref() == Some(node_name))
+            .find(|n| n.metadata.name.as_deref() == Some(node_name.as_str()))
         else {
             tracing::debug!("node not seen yet");
             return Ok(None);
@@ -505,7 +505,11 @@ impl preempt::Backend for KubeCycle<'_> {
                 .iter()
                 .map(|c| (**c).clone())
                 .collect(),
-            pods: pods.iter().map(|p| (**p).clone()).collect(),
+            pods: pods
+                .iter()
+                .map(|p| (**p).clone())
+                .chain(nominated_pods(&b.stores.nominated.state(), &pods, &node_name))
+                .collect(),
             pdbs: b.stores.pdbs.state().iter().map(|p| (**p).clone()).collect(),
             give_way,
         };
@@ -842,6 +846,19 @@ impl preempt::Backend for KubeCycle<'_> {
 
 /// The kubelet has actuated a shrink to `to`: nothing pending and the Pod's allocated requests
 /// are at most `to`.
+/// The nominated store's Pods still waiting for this node: not bound yet (a Pod being bound may
+/// still carry its nomination, and the node's store has it, or soon will) and not already in
+/// the node's store.
+fn nominated_pods(nominated: &[Arc<Pod>], on_node: &[Arc<Pod>], node_name: &str) -> Vec<Pod> {
+    nominated
+        .iter()
+        .filter(|p| p.spec.as_ref().is_none_or(|s| s.node_name.is_none()))
+        .filter(|p| crate::cluster_file::nominated_to(p) == Some(node_name))
+        .filter(|p| !on_node.iter().any(|q| uid(q) == uid(p)))
+        .map(|p| (**p).clone())
+        .collect()
+}
+
 fn shrink_actuated(pod: &Pod, to: headroom_node_model::Resources) -> bool {
     resize_completed(pod)
         && headroom_node_model::pod_requests_admitted(pod).is_ok_and(|admitted| admitted.fits_within(&to))

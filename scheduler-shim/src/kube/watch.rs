@@ -25,6 +25,9 @@ use super::{KubeError, Metrics};
 #[derive(Clone)]
 pub struct Stores {
     pub pods: Store<Pod>,
+    /// Pods the scheduler nominated to this node and has not bound yet (field selector
+    /// `status.nominatedNodeName`): they count against resizes of lower or equal priority.
+    pub nominated: Store<Pod>,
     pub nodes: Store<Node>,
     pub namespaces: Store<Namespace>,
     pub priority_classes: Store<PriorityClass>,
@@ -37,6 +40,10 @@ impl Stores {
     pub async fn wait_until_ready(&self) -> Result<(), KubeError> {
         let not_ready = |what| move |_| KubeError::StoreNotReady(what);
         self.pods.wait_until_ready().await.map_err(not_ready("pods"))?;
+        self.nominated
+            .wait_until_ready()
+            .await
+            .map_err(not_ready("nominated pods"))?;
         self.nodes.wait_until_ready().await.map_err(not_ready("nodes"))?;
         self.namespaces
             .wait_until_ready()
@@ -54,7 +61,7 @@ impl Stores {
     }
 }
 
-/// Starts the five watches; the tasks live in the returned `JoinSet`.
+/// Starts the six watches; the tasks live in the returned `JoinSet`.
 pub fn start(
     client: &kube::Client,
     node_name: &str,
@@ -63,6 +70,7 @@ pub fn start(
     let changed = Arc::new(Notify::new());
     let mut tasks = JoinSet::new();
     let on_node = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
+    let nominated_here = watcher::Config::default().fields(&format!("status.nominatedNodeName={node_name}"));
     let this_node = watcher::Config::default().fields(&format!("metadata.name={node_name}"));
     let everything = watcher::Config::default();
     let stores = Stores {
@@ -70,6 +78,14 @@ pub fn start(
             Api::all(client.clone()),
             &rbac::PODS_WATCH,
             on_node,
+            &changed,
+            &metrics,
+            &mut tasks,
+        )?,
+        nominated: reflect(
+            Api::all(client.clone()),
+            &rbac::PODS_WATCH,
+            nominated_here,
             &changed,
             &metrics,
             &mut tasks,
