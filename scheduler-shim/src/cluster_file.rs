@@ -945,6 +945,37 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_the_api_server_already_counted_as_disrupted_does_not_count_against_that_pdb() {
+        // Room for p at 3 CPU means one of the two 1-CPU Pods goes; both are in a PDB that
+        // allows nothing, so the less important (b) would go. Once a is in the PDB's
+        // status.disruptedPods (an eviction of it is under way) it no longer violates, and
+        // non-violating candidates are reprieved last: a goes instead.
+        for (disrupted, victim) in [("{}", "default/b"), ("{a: '2026-09-10T10:00:00Z'}", "default/a")] {
+            let mut cluster = tiny_cluster(&[
+                ("p", 100, "2", ""),
+                (
+                    "a",
+                    10,
+                    "1",
+                    "{metadata: {name: a, namespace: default, uid: uid-a, labels: {app: web}}, status: {phase: Running, startTime: '2026-09-10T09:00:00Z'}}",
+                ),
+                (
+                    "b",
+                    10,
+                    "1",
+                    "{metadata: {name: b, namespace: default, uid: uid-b, labels: {app: web}}}",
+                ),
+            ]);
+            let pdb = format!(
+                "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: web, namespace: default}}\nspec: {{selector: {{matchLabels: {{app: web}}}}}}\nstatus: {{disruptionsAllowed: 0, currentHealthy: 2, desiredHealthy: 2, expectedPods: 2, disruptedPods: {disrupted}}}\n"
+            );
+            cluster.pdbs = parse_cluster(&pdb).unwrap().pdbs;
+            let d = plan(&cluster, "p", "3");
+            assert_eq!(d.victim_keys(), [victim.to_string()], "disruptedPods {disrupted}");
+        }
+    }
+
+    #[test]
     fn yaml_syntax_error_is_reported() {
         let Err(ClusterFileError::Documents(errors)) = parse_cluster("apiVersion: v1\nkind: [Pod\n") else {
             panic!("accepted")

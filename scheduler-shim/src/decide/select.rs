@@ -3,8 +3,10 @@
 //! 1. remove every Pod of strictly lower priority; if the resize still does not fit, nobody is
 //!    evicted;
 //! 2. sort the candidates by `MoreImportantPod` (higher priority, then earlier start);
-//! 3. split them into PDB-violating and non-violating (`filterPodsWithPDBViolation`, counting each
-//!    PDB's `disruptionsAllowed` down in that order);
+//! 3. split them into PDB-violating and non-violating (`filterVictimsWithPDBViolation`, counting
+//!    each matching PDB's `disruptionsAllowed` down in that order, up to the first that goes below
+//!    zero; a Pod already in a PDB's `status.disruptedPods` does not match it, see
+//!    `cluster_file::pod_input`);
 //! 4. reprieve violating ones first, then the others: a Pod is added back when the resize still fits
 //!    with it, otherwise it becomes a victim.
 
@@ -124,7 +126,12 @@ pub(crate) fn split_candidates(
                 index: pdb,
             })?;
             *slot = slot.saturating_sub(1);
-            violates |= *slot < 0;
+            // As upstream's podIsViolating: violating at the first PDB that goes below zero, and
+            // the PDBs after it are not counted down for this Pod.
+            if *slot < 0 {
+                violates = true;
+                break;
+            }
         }
         if violates {
             violating.push(i)

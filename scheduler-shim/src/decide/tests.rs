@@ -593,3 +593,31 @@ fn nominated_pods_of_equal_or_higher_priority_count_as_placed_and_lower_ones_not
     let d = decide(&blocked, &r).unwrap();
     assert_eq!((d.outcome, d.victims.len()), (Outcome::Deferred, 0));
 }
+
+#[test]
+fn overlapping_pdbs_stop_at_the_first_one_violated() {
+    // a is in pdb-0 (nothing allowed) and pdb-1 (one allowed); b in pdb-1 only; n in none.
+    // Upstream: a violates at pdb-0 and does not count pdb-1 down, so b still fits pdb-1's
+    // budget: violating [a], non-violating [n, b]. Reprieved in that order with room for two.
+    let mut a = pod("a", 30, 1000, GI);
+    a.start_time = ts(-30);
+    let mut n = pod("n", 25, 1000, GI);
+    n.start_time = ts(-20);
+    let s = state(
+        4000,
+        64 * GI,
+        vec![pod("p", 100, 1000, GI), a, n, pod("b", 20, 1000, GI)],
+    );
+    let s = with_pdb(s, 0, &["a"]);
+    let mut s = with_pdb(s, 1, &["a", "b"]);
+    let r = resize(&mut s, "p", 2000, GI);
+    let d = decide(&s, &r).unwrap();
+    let flags: Vec<(&str, bool)> = d
+        .victims
+        .iter()
+        .map(|v| (v.name.as_str(), v.violates_pdb))
+        .collect();
+    // Counting pdb-1 down for a too would make b violating and reprieve it before n: n would go.
+    assert_eq!(flags, [("b", false)]);
+    assert_eq!(d.pdb_violations, 0);
+}
