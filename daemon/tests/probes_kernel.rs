@@ -548,6 +548,32 @@ fn meminfo_mib(field: &str) -> u64 {
     kib / 1024
 }
 
+/// The kswapd threads' pids.
+fn kswapd_pids() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read_to_string(entry.path().join("comm")).is_ok_and(|comm| comm.starts_with("kswapd"))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Sets the kswapd threads' nice value and CPU mask (hex), or fails naming the command.
+fn set_kswapd(pids: &[String], nice: &str, mask: &str) {
+    for pid in pids {
+        for args in [vec!["renice", nice, "-p", pid], vec!["taskset", "-p", mask, pid]] {
+            let status = std::process::Command::new(args[0])
+                .args(&args[1..])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert!(status.success(), "{args:?}: {status}");
+        }
+    }
+}
+
 /// Direct reclaim episodes the kernel counted machine-wide: every `allocstall_*` of
 /// `/proc/vmstat` (one per `try_to_free_pages` that reclaimed, as the tracepoints fire).
 fn allocstalls() -> u64 {
@@ -581,8 +607,12 @@ fn direct_reclaim_is_attributed_to_the_allocating_cgroup() {
         return;
     };
     // kswapd wakes at the low watermark and the allocator reclaims itself below min: bring
-    // the two together so that the allocation, not kswapd, does the reclaim.
+    // the two together, and starve kswapd (nice 19, on the second CPU beside an allocator),
+    // so that the allocations, not kswapd, do the reclaim. Put back at the end.
     let _ = std::fs::write("/proc/sys/vm/watermark_scale_factor", "1");
+    let kswapd = kswapd_pids();
+    assert!(!kswapd.is_empty(), "no kswapd thread in /proc");
+    set_kswapd(&kswapd, "19", "2");
     let memory = probes.host.memory.clone();
     let hog = TestCgroup::create(&memory.mount, "hog");
     let idle = TestCgroup::create(&memory.mount, "idle");
@@ -594,28 +624,37 @@ fn direct_reclaim_is_attributed_to_the_allocating_cgroup() {
     let stalls_before = allocstalls();
     let dropped_before = probes.health().unwrap().events_dropped;
     let mut events = Vec::new();
-    for round in 0..3 {
-        // Page cache that reclaim can take back, then an allocation past the free memory
-        // (but within what is available, so nothing is OOM-killed).
+    for round in 0..4 {
+        // Page cache that reclaim can take back, then two allocations at once (one per vCPU,
+        // faster than kswapd alone frees) past the free memory, but within the free memory
+        // plus the file pages (`Cached` would count shmem, which cannot be reclaimed here).
         let mut reader = spawn_in(&[&idle], &format!("cat '{}' > /dev/null", file.path().display()));
         assert!(reader.wait().unwrap().success());
-        let take = meminfo_mib("MemFree") + meminfo_mib("Cached") / 2;
-        eprintln!("direct reclaim round {round}: allocating {take} MiB in hog");
-        let mut hog_task = spawn_in(
-            &[&hog],
-            &format!("dd if=/dev/zero of=/dev/null bs={take}M count=1 2>/dev/null"),
+        let file_pages = meminfo_mib("Active(file)") + meminfo_mib("Inactive(file)");
+        let each = (meminfo_mib("MemFree") + file_pages * 2 / 3) / 2;
+        eprintln!(
+            "direct reclaim round {round}: allocating 2 x {each} MiB in hog ({file_pages} MiB of file pages)"
         );
-        let status = loop {
+        let mut hogs: Vec<_> = (0..2)
+            .map(|cpu| {
+                spawn_in(
+                    &[&hog],
+                    &format!("taskset -c {cpu} dd if=/dev/zero of=/dev/null bs={each}M count=1 2>/dev/null"),
+                )
+            })
+            .collect();
+        while hogs.iter_mut().any(|h| h.try_wait().unwrap().is_none()) {
             probes.drain_events(|e| events.push(e));
-            if let Some(status) = hog_task.try_wait().unwrap() {
-                break status;
-            }
             std::thread::sleep(Duration::from_millis(5));
-        };
-        assert!(status.success(), "the allocation was not OOM-killed: {status:?}");
+        }
+        for mut h in hogs {
+            let status = h.wait().unwrap();
+            assert!(status.success(), "the allocation was not OOM-killed: {status:?}");
+        }
     }
     probes.drain_events(|e| events.push(e));
     let kernel = allocstalls() - stalls_before;
+    set_kswapd(&kswapd, "0", "ffffffff");
     stop(sleeper);
     let after = probes.read_stats().unwrap();
     let episodes = |key: &CgroupKey| {

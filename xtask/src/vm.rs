@@ -57,6 +57,9 @@ pub(crate) struct GuestTest {
     /// Carried on the scratch disk rather than in the initramfs: with an 80 MiB binary in the
     /// initramfs, the probe tests hung after the OOM test (cause not found; rootfs is shmem).
     pub on_disk: bool,
+    /// Programs the test starts by their host path (`CARGO_BIN_EXE_*`): carried on the scratch
+    /// disk and linked from the same absolute path in the guest.
+    pub companions: Vec<PathBuf>,
 }
 
 /// What came back from a guest run.
@@ -460,6 +463,29 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
                 .with_context(|| format!("copy {} into the initramfs", test.binary.display()))?;
         }
         libraries.extend(shared_libraries(&test.binary)?);
+        for program in &test.companions {
+            let name = program
+                .file_name()
+                .with_context(|| format!("companion {} has no file name", program.display()))?;
+            fs::create_dir_all(on_disk.join("companions"))?;
+            let stripped = Command::new("strip")
+                .arg("--strip-debug")
+                .arg("-o")
+                .arg(on_disk.join("companions").join(name))
+                .arg(program)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !stripped {
+                fs::copy(program, on_disk.join("companions").join(name))
+                    .with_context(|| format!("copy {} onto the scratch disk", program.display()))?;
+            }
+            let link = dir.join(program.strip_prefix("/").unwrap_or(program));
+            if let Some(parent) = link.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            std::os::unix::fs::symlink(Path::new("/var/tmp/companions").join(name), &link)?;
+            libraries.extend(shared_libraries(program)?);
+        }
     }
     for library in &libraries {
         copy_to_same_path(&dir, library)?;
@@ -975,6 +1001,7 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
         expect: Vec::new(),
         reject: Vec::new(),
         on_disk: false,
+        companions: Vec::new(),
     };
     // The demo is the standalone backend, a feature the Kubernetes-only build leaves out.
     progress("vm: cargo build -p headroom-shim --bin headroom-shim --features standalone (the demo)");
@@ -1002,12 +1029,16 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
                 vec!["demo".into()],
             )
         },
-        // `--include-ignored`: the tests that exhaust the machine's memory run here only.
-        test(
-            "probes_kernel",
-            probes,
-            [args.as_slice(), &["--include-ignored".into()]].concat(),
-        ),
+        GuestTest {
+            // headroomd itself, for the test that serves with a BTF lacking a field.
+            companions: vec![root.join("target/debug/headroomd")],
+            // `--include-ignored`: the tests that exhaust the machine's memory run here only.
+            ..test(
+                "probes_kernel",
+                probes,
+                [args.as_slice(), &["--include-ignored".into()]].concat(),
+            )
+        },
         test("actuator_v2_real", actuator, args.clone()),
         GuestTest {
             // Shrink before evict on v2 cgroups: the seed gives way, a Pod without the
@@ -1190,6 +1221,7 @@ pub(crate) fn map_memory(root: &Path, cpu_counts: &[u32]) -> Result<()> {
             expect: vec!["headroom-map-total ".into()],
             reject: Vec::new(),
             on_disk: false,
+            companions: Vec::new(),
         };
         let run = vm_test(root, &[test], GUEST_LIMIT, cpus)?;
         let totals = run
