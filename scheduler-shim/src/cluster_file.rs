@@ -630,6 +630,7 @@ fn pod_input(
         give_way,
         live: Default::default(),
         nominated: false,
+        terminating: pod.metadata.deletion_timestamp.is_some(),
     })
 }
 

@@ -23,16 +23,20 @@ fn arb_pod(pdb_count: usize) -> impl Strategy<Value = PodInput> {
         prop::option::of(0i64..1000),
         prop::collection::vec(0..pdb_count.max(1), 0..2),
         prop::bool::weighted(0.15),
+        prop::bool::weighted(0.15),
     )
-        .prop_map(move |(priority, cpu, mem, start, pdbs, nominated)| PodInput {
-            namespace: "default".into(),
-            priority,
-            start_time: start.map(|s| jiff::Timestamp::from_second(1_700_000_000 + s).unwrap()),
-            requests: Resources::new(cpu, mem * MI),
-            pdbs: if pdb_count == 0 { vec![] } else { pdbs },
-            nominated,
-            ..Default::default()
-        })
+        .prop_map(
+            move |(priority, cpu, mem, start, pdbs, nominated, terminating)| PodInput {
+                namespace: "default".into(),
+                priority,
+                start_time: start.map(|s| jiff::Timestamp::from_second(1_700_000_000 + s).unwrap()),
+                requests: Resources::new(cpu, mem * MI),
+                pdbs: if pdb_count == 0 { vec![] } else { pdbs },
+                nominated,
+                terminating,
+                ..Default::default()
+            },
+        )
 }
 
 /// PDBs either allow nothing (`protective`) or plenty, so "would violate" does not depend on order.
@@ -63,8 +67,9 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                         disruptions_allowed: if protective[i] { 0 } else { 1000 },
                     })
                     .collect();
-                // The resizing Pod is on the node.
+                // The resizing Pod is on the node, and not terminating (no resize is served then).
                 pods[0].nominated = false;
+                pods[0].terminating = false;
                 let admitted = pods[0].requests;
                 let requested = admitted
                     .checked_add(Resources::new(extra_cpu, extra_mem * MI))
@@ -133,8 +138,13 @@ proptest! {
             let after = kept.checked_add(resize.requested).unwrap().checked_add(state.reserved).unwrap();
             // The eviction makes room...
             prop_assert!(after.fits_within(&allocatable));
-            // ...and is minimal in the reprieve sense: giving back any single victim breaks the fit.
-            for v in &d.victims {
+            // ...takes every terminating lower-priority Pod, which leaves anyway (no API call)...
+            for p in others().filter(|p| p.terminating && p.priority < me.priority) {
+                prop_assert!(d.victims.iter().any(|v| v.name == p.name && v.terminating), "{} is leaving but not taken", p.name);
+            }
+            // ...and is minimal in the reprieve sense: giving back any single running victim
+            // breaks the fit.
+            for v in d.victims.iter().filter(|v| !v.terminating) {
                 prop_assert!(!after.checked_add(v.requests).unwrap().fits_within(&allocatable), "{} needlessly evicted", v.name);
             }
             // PDBs respected whenever a choice allows: if keeping every protected lower-priority Pod
@@ -161,10 +171,11 @@ proptest! {
         extra in prop::collection::vec((0i64..4000, 0i64..2048), 1..4),
     ) {
         let Scenario { mut state, resize } = s;
-        // Every Pod here is bound: nominated Pods do not all count against every resize, so they
-        // have no place in "everything that stays fits together".
+        // Every Pod here is bound and running: nominated Pods do not all count against every
+        // resize, so they have no place in "everything that stays fits together".
         for pod in &mut state.pods {
             pod.nominated = false;
+            pod.terminating = false;
         }
         let mut resizes = vec![resize];
         for (k, (cpu, mem)) in extra.into_iter().enumerate() {

@@ -18,6 +18,7 @@ pub fn seed_decision(outcome: Outcome) -> Decision {
             priority: 1000,
             violates_pdb: false,
             requests: Resources::new(3000, 500 << 20),
+            terminating: false,
         }],
         message: String::new(),
         requested: Resources::new(6000, 1 << 30),

@@ -72,6 +72,9 @@ pub struct PodInput {
     /// upstream's `RunFilterPluginsWithNominatedPods`, it counts as placed against a resize of
     /// priority at most its own, and not at all against a more important one; never a victim.
     pub nominated: bool,
+    /// `metadata.deletionTimestamp` is set: it still holds its room until it is gone, and as a
+    /// lower-priority Pod it is a victim that costs nothing (never evicted again).
+    pub terminating: bool,
 }
 
 impl PodInput {
@@ -181,6 +184,9 @@ pub struct Victim {
     /// Evicting it takes a PodDisruptionBudget below zero disruptions allowed.
     pub violates_pdb: bool,
     pub requests: Resources,
+    /// Already terminating: it leaves without another API call (none is made for it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub terminating: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,25 +346,54 @@ pub(crate) fn decide_with(
         .first()
         .map(|r| deferred_message(*r, requested, used, allocatable))
         .unwrap_or_default();
-    let need = total.saturating_sub(allocatable).max(Resources::ZERO);
-    let Some(split) = select::split_candidates(state, resizing, requested, excluded, pdb_allowed)? else {
-        let outcome = if allow_evictions {
-            Outcome::Deferred
-        } else {
-            Outcome::Disabled
+    // Lower-priority Pods already terminating (an earlier preemption's victims, or anyone's
+    // delete) leave whatever is decided: they are victims that cost nothing, never reprieved, so
+    // no running Pod is evicted for room that is already on its way (upstream keeps them as
+    // candidates and its executor skips their API call). Only where evictions are allowed.
+    let mut gone = excluded.to_vec();
+    let mut leaving = Vec::new();
+    let mut leaving_room = Resources::ZERO;
+    if allow_evictions {
+        for (i, pod) in state.pods.iter().enumerate() {
+            if i != resizing
+                && !excluded[i]
+                && pod.terminating
+                && pod.priority < resizing_pod.priority
+                && pod.counts_against(resizing_pod.priority)
+            {
+                gone[i] = true;
+                leaving.push(i);
+                leaving_room = leaving_room.saturating_add(pod.requests);
+            }
+        }
+    }
+    let need = total
+        .saturating_sub(leaving_room)
+        .saturating_sub(allocatable)
+        .max(Resources::ZERO);
+    let plan = if !leaving.is_empty() && need.is_zero() {
+        // The room is already on its way: nobody else goes, nobody is shrunk.
+        Some(give_way::plan::Plan::default())
+    } else {
+        let Some(split) = select::split_candidates(state, resizing, requested, &gone, pdb_allowed)? else {
+            let outcome = if allow_evictions {
+                Outcome::Deferred
+            } else {
+                Outcome::Disabled
+            };
+            let message = if allow_evictions {
+                deferred_message
+            } else {
+                messages::NODE_DISABLED.to_string()
+            };
+            return Ok(Decision {
+                give_way: give_way::plan::notes(state, resizing, need, None, &gone),
+                ..decision(outcome, message)
+            });
         };
-        let message = if allow_evictions {
-            deferred_message
-        } else {
-            messages::NODE_DISABLED.to_string()
-        };
-        return Ok(Decision {
-            give_way: give_way::plan::notes(state, resizing, need, None, excluded),
-            ..decision(outcome, message)
-        });
+        give_way::plan::choose(state, &split, need, allow_evictions)?
     };
-    let plan = give_way::plan::choose(state, &split, need, allow_evictions)?;
-    let notes = give_way::plan::notes(state, resizing, need, plan.as_ref(), excluded);
+    let notes = give_way::plan::notes(state, resizing, need, plan.as_ref(), &gone);
     let Some(plan) = plan else {
         return Ok(Decision {
             give_way: notes,
@@ -366,9 +401,15 @@ pub(crate) fn decide_with(
         });
     };
     select::count_down_pdbs(state, &plan.selected, pdb_allowed);
-    let victims = plan
-        .selected
-        .victims
+    let mut chosen = plan.selected.victims.clone();
+    chosen.extend(leaving.iter().map(|&index| select::ChosenVictim {
+        index,
+        violates_pdb: false,
+    }));
+    if !leaving.is_empty() {
+        chosen.sort_by(|a, b| select::more_important_first(&state.pods[a.index], &state.pods[b.index]));
+    }
+    let victims = chosen
         .iter()
         .map(|v| {
             let pod = &state.pods[v.index];
@@ -379,6 +420,7 @@ pub(crate) fn decide_with(
                 priority: pod.priority,
                 violates_pdb: v.violates_pdb,
                 requests: pod.requests,
+                terminating: pod.terminating,
             }
         })
         .collect::<Vec<_>>();

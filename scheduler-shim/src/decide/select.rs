@@ -46,6 +46,7 @@ pub fn more_important_first(a: &PodInput, b: &PodInput) -> Ordering {
 /// Chooses the victims for the Pod at `resizing` to grow to `requested`. `None` when evicting every
 /// lower-priority Pod would still not make room (then nobody is evicted). Pods marked in `excluded`
 /// are already gone. On success the victims' PDB budgets are counted down in `pdb_allowed`.
+/// Terminating Pods are not candidates here: [`super::decide`] takes them as free victims first.
 pub fn select_victims_on_node(
     state: &NodeState,
     resizing: usize,
@@ -100,7 +101,9 @@ pub(crate) fn split_candidates(
             continue;
         }
         // Nominated Pods of higher or equal priority land in `base`: every reprieve counts them.
-        if pod.priority < preemptor_priority {
+        // So do terminating Pods the caller did not take as gone (a node that evicts nobody):
+        // they hold their room until they leave and are never shrunk.
+        if pod.priority < preemptor_priority && !pod.terminating {
             candidates.push(i);
         } else {
             base = base.checked_add(pod.requests).ok_or_else(overflow)?;

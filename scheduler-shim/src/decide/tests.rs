@@ -621,3 +621,64 @@ fn overlapping_pdbs_stop_at_the_first_one_violated() {
     assert_eq!(flags, [("b", false)]);
     assert_eq!(d.pdb_violations, 0);
 }
+
+// ---- terminating Pods ----
+
+#[test]
+fn a_terminating_lower_priority_pod_is_a_free_victim_and_no_running_pod_goes_for_its_room() {
+    let terminating = |name: &str, priority: i32, cpu: i64| PodInput {
+        terminating: true,
+        ..pod(name, priority, cpu, GI)
+    };
+    // t (an earlier victim, still in its grace period) and r both 3 CPU; p 2 → 5 on 8.
+    // Upstream's reprieve would keep t (more important) and evict r: a second eviction while t
+    // is leaving anyway. headroom takes t, which costs no API call, and keeps r.
+    let node = || {
+        state(
+            8000,
+            64 * GI,
+            vec![
+                pod("p", 100, 2000, GI),
+                terminating("t", 50, 3000),
+                pod("r", 10, 3000, GI),
+            ],
+        )
+    };
+    let mut s = node();
+    let r = resize(&mut s, "p", 5000, GI);
+    let d = decide(&s, &r).unwrap();
+    assert_eq!(d.outcome, Outcome::Preempt);
+    let victims: Vec<(&str, bool)> = d
+        .victims
+        .iter()
+        .map(|v| (v.name.as_str(), v.terminating))
+        .collect();
+    assert_eq!(victims, [("t", true)]);
+    // It still holds its room until it is gone: the message counts it.
+    assert_eq!(d.used.cpu_millis, 6000);
+
+    // Not enough on its own: the running Pods needed on top go too, most important first.
+    let mut s = node();
+    let r = resize(&mut s, "p", 6000, GI);
+    let d = decide(&s, &r).unwrap();
+    let victims: Vec<(&str, bool)> = d
+        .victims
+        .iter()
+        .map(|v| (v.name.as_str(), v.terminating))
+        .collect();
+    assert_eq!(victims, [("t", true), ("r", false)]);
+
+    // A terminating Pod of equal or higher priority is no victim; it just holds its room.
+    let mut high = node();
+    high.pods[1].priority = 100;
+    let r = resize(&mut high, "p", 6000, GI);
+    let d = decide(&high, &r).unwrap();
+    assert_eq!((d.outcome, d.victims.len()), (Outcome::Deferred, 0));
+
+    // On a node with resize preemption off nobody is a victim, terminating or not.
+    let mut off = node();
+    off.node.disable_resize_preemption = vec!["example.com/batch".into()];
+    let r = resize(&mut off, "p", 5000, GI);
+    let d = decide(&off, &r).unwrap();
+    assert_eq!((d.outcome, d.victims.len()), (Outcome::Disabled, 0));
+}

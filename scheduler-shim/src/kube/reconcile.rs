@@ -525,16 +525,13 @@ impl preempt::Backend for KubeCycle<'_> {
             return Ok(None);
         };
         let state = &mut listing.state;
-        // Pods the shim must never preempt: opted-out namespaces and Pods already terminating. They
-        // still count against the node; as "highest priority" they are never lower than a resizer.
+        // Pods the shim must never preempt: opted-out namespaces. They still count against the
+        // node; as "highest priority" they are never lower than a resizer. (Terminating Pods stay
+        // as they are: the decision takes lower-priority ones as victims that cost nothing.)
         for input in &mut state.pods {
-            let terminating = pods.iter().any(|p| {
-                namespace(p) == input.namespace
-                    && p.metadata.name.as_deref() == Some(input.name.as_str())
-                    && p.metadata.deletion_timestamp.is_some()
-            });
-            if terminating || opted_out.contains(&input.namespace) {
+            if opted_out.contains(&input.namespace) {
                 input.priority = i32::MAX;
+                input.terminating = false;
             }
         }
         // Live headroom: fresh (refreshed if need be) before the decision rests on it.
@@ -785,10 +782,18 @@ impl preempt::Backend for KubeCycle<'_> {
             return Err(why.to_string());
         }
         let node = b.config.node_name.clone();
+        let mut removed = 0u64;
         for victim in &decision.victims {
             let victim_key = format!("{}/{}", victim.namespace, victim.name);
+            if victim.terminating {
+                // Already on its way out (an earlier preemption, or anyone's delete): as
+                // upstream's executor, no second API call and no second Preempted Event.
+                tracing::info!(victim = %victim_key, "victim already terminating; not evicted again");
+                continue;
+            }
             match effects::remove_victim(&b.client, &b.config, victim).await {
                 Ok(VictimOutcome::Removed) => {
+                    removed += 1;
                     self.report.preempted.push(victim_key);
                     let regarding = effects::pod_reference(&victim.namespace, &victim.name, &victim.uid);
                     let note = effects::preempted_note(&resize.uid, &node);
@@ -813,7 +818,7 @@ impl preempt::Backend for KubeCycle<'_> {
         }
         let n = decision.victims.len();
         b.board.staged(&resize.key, Stage::Preempted);
-        b.metrics.preempted(b.config.preemption.as_str(), n as u64);
+        b.metrics.preempted(b.config.preemption.as_str(), removed);
         let note = format!(
             "Preempted {n} pod(s) on node {node} for this resize: {}",
             victim_list(decision)
@@ -844,8 +849,6 @@ impl preempt::Backend for KubeCycle<'_> {
     }
 }
 
-/// The kubelet has actuated a shrink to `to`: nothing pending and the Pod's allocated requests
-/// are at most `to`.
 /// The nominated store's Pods still waiting for this node: not bound yet (a Pod being bound may
 /// still carry its nomination, and the node's store has it, or soon will) and not already in
 /// the node's store.
@@ -859,6 +862,8 @@ fn nominated_pods(nominated: &[Arc<Pod>], on_node: &[Arc<Pod>], node_name: &str)
         .collect()
 }
 
+/// The kubelet has actuated a shrink to `to`: nothing pending and the Pod's allocated requests
+/// are at most `to`.
 fn shrink_actuated(pod: &Pod, to: headroom_node_model::Resources) -> bool {
     resize_completed(pod)
         && headroom_node_model::pod_requests_admitted(pod).is_ok_and(|admitted| admitted.fits_within(&to))
