@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod daemon;
 pub mod load;
 pub mod runc;
 pub mod soak;

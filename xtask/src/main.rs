@@ -321,6 +321,7 @@ const BENCHMARKS: &[&str] = &[
     "probes",
     "pipeline",
     "events",
+    "idle",
     "actuation",
     "shim",
     "e2e",

@@ -13,20 +13,20 @@ use std::{
     collections::HashMap,
     io::Write as _,
     path::Path,
-    process::{Command, Stdio},
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
+use headroom_bench::daemon::{headroomd_exe, start_headroomd, wait_for_socket};
 use headroom_bench::load::Load;
 use headroom_bench::{
     BenchArgs, Comparison, Summary, new_histogram, plot_percentiles, print_comparison, tokio_runtime,
     write_json,
 };
 use headroom_client::headroom_client;
-use headroom_proto::v1::{GetHeadroomRequest, KernelEventKind, WatchHeadroomRequest};
+use headroom_proto::v1::{KernelEventKind, WatchHeadroomRequest};
 use headroom_testkit::scratch::{TestCgroup, spawn_in, stop};
 use headroomd::{cgroups::CgroupHost, probes::boottime_ns};
 use serde_json::json;
@@ -53,63 +53,6 @@ const SUBSCRIBERS: usize = 4;
 /// Which histogram a sample goes to: daemon mode, phase, event class.
 type Key = (&'static str, &'static str, &'static str);
 type Histograms = Arc<Mutex<HashMap<Key, Histogram<u64>>>>;
-
-/// A headroomd child, stopped (SIGTERM) on drop.
-use headroom_testkit::process::TerminatedOnDrop as Daemon;
-
-/// Both daemons observe the same cgroups side by side, so neither actuates: an actuating daemon
-/// holds the node's cgroup roots for itself, and a second one would be refused.
-fn start_headroomd(exe: &Path, dir: &Path, mode: &str) -> Result<Daemon> {
-    let log = std::fs::File::create(dir.join(format!("{mode}.log")))?;
-    let child = Command::new(exe)
-        .args([
-            "serve",
-            "--probes",
-            "required",
-            "--metrics-listen",
-            "",
-            "--actuation",
-            "off",
-        ])
-        .args(["--kernel-events", mode])
-        .arg("--socket")
-        .arg(dir.join(format!("{mode}.sock")))
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .with_context(|| format!("start {}", exe.display()))?;
-    Ok(Daemon(child))
-}
-
-/// Waits until the daemon answers; if it exits or stays silent, fails with its log's tail.
-async fn wait_for_socket(daemon: &mut Daemon, dir: &Path, mode: &str) -> Result<()> {
-    let path = dir.join(format!("{mode}.sock"));
-    let tail = || {
-        let log = std::fs::read_to_string(dir.join(format!("{mode}.log"))).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Some(status) = daemon.0.try_wait()? {
-            bail!(
-                "headroomd --kernel-events {mode} exited ({status}) before serving:\n{}",
-                tail()
-            );
-        }
-        if let Ok(mut client) = headroom_client(&path).await
-            && client.get_headroom(GetHeadroomRequest::default()).await.is_ok()
-        {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!(
-        "headroomd did not serve on {} within 20 s:\n{}",
-        path.display(),
-        tail()
-    )
-}
 
 /// `<mount>/headroom/pod<uid>/app`, the Pod layout headroomd's resolver knows; the Pod and
 /// container cgroups, removed on drop (container first).
@@ -175,15 +118,7 @@ fn main() -> Result<()> {
     if let Some(why) = headroom_bench::needs_root("events", "it loads the probes and creates cgroups") {
         bail!("{why}");
     }
-    let exe = std::env::current_exe()
-        .context("own path")?
-        .with_file_name("headroomd");
-    if !exe.exists() {
-        bail!(
-            "{} is missing: build the workspace's binaries first",
-            exe.display()
-        );
-    }
+    let exe = headroomd_exe()?;
     let host = CgroupHost::detect(Path::new("/sys/fs/cgroup")).context("detect the cgroup layout")?;
     let Some(rt) = tokio_runtime("events") else {
         bail!("events: no Tokio runtime");

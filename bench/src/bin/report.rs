@@ -511,7 +511,7 @@ fn main() -> Result<()> {
         })
         .collect();
     // The order of `cargo xtask bench`, then anything else.
-    const ORDER: [&str; 5] = ["probes", "pipeline", "actuation", "shim", "e2e"];
+    const ORDER: [&str; 7] = ["probes", "pipeline", "events", "idle", "actuation", "shim", "e2e"];
     paths.sort_by_key(|p| {
         let stem = p
             .file_stem()
