@@ -416,7 +416,13 @@ pub fn node_state_for(
         pending_since,
     };
 
-    let pdbs: Vec<&PodDisruptionBudget> = cluster.pdbs.iter().collect();
+    // Overlapping PDBs are counted down in this order and a Pod stops at the first one violated:
+    // upstream takes its lister's (unordered) order; namespace/name makes `plan` and the shim,
+    // whose reflector store is unordered too, decide alike every time.
+    let mut pdbs: Vec<&PodDisruptionBudget> = cluster.pdbs.iter().collect();
+    pdbs.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
     let pdb_inputs = pdbs
         .iter()
         .map(|p| PdbInput {
@@ -974,6 +980,27 @@ mod tests {
             let d = plan(&cluster, "p", "3");
             assert_eq!(d.victim_keys(), [victim.to_string()], "disruptedPods {disrupted}");
         }
+    }
+
+    #[test]
+    fn pdbs_are_counted_down_in_namespace_and_name_order_whatever_order_they_come_in() {
+        let pdb = |name: &str| {
+            let text = format!(
+                "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: {name}, namespace: default}}\nspec: {{selector: {{matchLabels: {{app: p}}}}}}\nstatus: {{disruptionsAllowed: 1}}\n"
+            );
+            parse_cluster(&text).unwrap().pdbs.remove(0)
+        };
+        let mut cluster = tiny_cluster(&[("p", 100, "1", "")]);
+        cluster.pdbs = vec![pdb("zz"), pdb("aa"), pdb("mm")];
+        let spec = ResizeSpec {
+            namespace: "default".into(),
+            name: "p".into(),
+            ..Default::default()
+        };
+        let (state, _) = node_state_for(&cluster, &spec).unwrap();
+        let names: Vec<&str> = state.pdbs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["aa", "mm", "zz"]);
+        assert_eq!(state.pods[0].pdbs, [0, 1, 2]);
     }
 
     #[test]
