@@ -77,6 +77,7 @@ pub fn start(
         pods: reflect(
             Api::all(client.clone()),
             &rbac::PODS_WATCH,
+            None,
             on_node,
             &changed,
             &metrics,
@@ -85,6 +86,7 @@ pub fn start(
         nominated: reflect(
             Api::all(client.clone()),
             &rbac::PODS_WATCH,
+            Some("pods_nominated"),
             nominated_here,
             &changed,
             &metrics,
@@ -93,6 +95,7 @@ pub fn start(
         nodes: reflect(
             Api::all(client.clone()),
             &rbac::NODES_WATCH,
+            None,
             this_node,
             &changed,
             &metrics,
@@ -101,6 +104,7 @@ pub fn start(
         namespaces: reflect(
             Api::all(client.clone()),
             &rbac::NAMESPACES_WATCH,
+            None,
             everything.clone(),
             &changed,
             &metrics,
@@ -109,6 +113,7 @@ pub fn start(
         priority_classes: reflect(
             Api::all(client.clone()),
             &rbac::PRIORITY_CLASSES_WATCH,
+            None,
             everything.clone(),
             &changed,
             &metrics,
@@ -117,6 +122,7 @@ pub fn start(
         pdbs: reflect(
             Api::all(client.clone()),
             &rbac::PDBS_WATCH,
+            None,
             everything,
             &changed,
             &metrics,
@@ -127,9 +133,12 @@ pub fn start(
     Ok((stores, tasks))
 }
 
+/// `name` labels the watch in metrics and logs: the RBAC call's resource, unless one resource
+/// has two watches (the node's Pods and those nominated to it).
 fn reflect<K>(
     api: Api<K>,
     call: &'static ApiCall,
+    name: Option<&'static str>,
     config: watcher::Config,
     changed: &Arc<Notify>,
     metrics: &Arc<Metrics>,
@@ -145,7 +154,7 @@ where
     let stream = watcher(api, config).default_backoff().reflect(writer);
     let changed = changed.clone();
     let metrics = metrics.clone();
-    let resource = call.resource;
+    let resource = name.unwrap_or(call.resource);
     let span = tracing::info_span!("watch", resource);
     tasks.spawn(
         async move {
