@@ -395,28 +395,17 @@ fn crash_between_writes_then_recover() {
     let tmp = tempfile::tempdir().unwrap();
     let marker = tmp.path().join("paused");
     let intents = s._intents.path().to_path_buf();
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-        .env(ENV_ROOTS, serde_json::to_string(s.scratch.roots()).unwrap())
-        .env(ENV_INTENTS, &intents)
-        .env(ENV_MARKER, &marker)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut child = Proc(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !marker.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "child never reached write {CRASH_AFTER}"
-        );
-        if let Some(status) = child.0.try_wait().unwrap() {
-            panic!("child exited early: {status}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.0.kill().unwrap(); // SIGKILL between write 5 and write 6
-    child.0.wait().unwrap();
+    let roots = serde_json::to_string(s.scratch.roots()).unwrap();
+    // SIGKILL between write 5 and write 6.
+    common::sigkill_when_paused(
+        "crash_child",
+        &[
+            (ENV_ROOTS, std::ffi::OsStr::new(&roots)),
+            (ENV_INTENTS, intents.as_os_str()),
+            (ENV_MARKER, marker.as_os_str()),
+        ],
+        &marker,
+    );
 
     let torn = kernel_values(&s.pod);
     assert_ne!(torn, small_state, "some writes happened");

@@ -352,28 +352,16 @@ fn v2_real_sigkill_between_writes_then_recover() {
     drop(s.actuator.take());
     let intents = s._intents.path().to_path_buf();
     let marker = intents.join("paused");
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "v2_crash_child", "--nocapture", "--test-threads=1"])
-        .env(ENV_ROOT, &s.root)
-        .env(ENV_INTENTS, &intents)
-        .env(ENV_MARKER, &marker)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut child = common::Proc(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !marker.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "child never reached write {CRASH_AFTER}"
-        );
-        if let Some(status) = child.0.try_wait().unwrap() {
-            panic!("child exited early: {status}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.0.kill().unwrap(); // SIGKILL between write 5 and write 6
-    child.0.wait().unwrap();
+    // SIGKILL between write 5 and write 6.
+    common::sigkill_when_paused(
+        "v2_crash_child",
+        &[
+            (ENV_ROOT, s.root.as_os_str()),
+            (ENV_INTENTS, intents.as_os_str()),
+            (ENV_MARKER, marker.as_os_str()),
+        ],
+        &marker,
+    );
     let torn = knobs(&s);
     assert_ne!(torn, small, "some writes happened");
     assert_eq!(

@@ -19,7 +19,7 @@ use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, load_clus
 use serde_json::Value;
 
 mod real_cluster;
-use real_cluster::{Shim, workspace};
+use real_cluster::{Shim, defer_the_seed_resize, workspace};
 
 const NODE: &str = "kind-control-plane";
 
@@ -43,44 +43,6 @@ fn seed_cluster_with(options: ControlPlaneOptions) -> ControlPlane {
         std::fs::read_to_string(workspace().join("scheduler-shim/examples/seed-cluster.yaml")).unwrap();
     load_cluster_file(&plane, &seed).unwrap();
     plane
-}
-
-/// The seed's step: high-priority-pod to 6 CPU, Deferred with the kubelet's message.
-fn defer_the_seed_resize(plane: &ControlPlane) {
-    resize_and_defer(
-        plane,
-        "high-priority-pod",
-        "app",
-        "6",
-        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
-    );
-}
-
-/// `kubectl patch pod NAME --subresource resize` to `cpu`, then the kubelet's Deferred verdict.
-fn resize_and_defer(plane: &ControlPlane, name: &str, container: &str, cpu: &str, message: &str) {
-    let resize = serde_json::json!({"spec": {"containers": [{"name": container, "resources": {
-        "requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
-    .to_string();
-    plane
-        .kubectl_ok(&["patch", "pod", name, "--subresource=resize", "-p", &resize])
-        .unwrap();
-    let condition = serde_json::json!({"status": {"conditions": [{
-        "type": "PodResizePending", "status": "True", "reason": "Deferred", "message": message,
-        "lastTransitionTime": now_rfc3339(),
-    }]}})
-    .to_string();
-    plane
-        .kubectl_ok(&["patch", "pod", name, "--subresource=status", "-p", &condition])
-        .unwrap();
-}
-
-/// Now, RFC 3339 (the API server runs on this machine's clock).
-fn now_rfc3339() -> String {
-    let out = Command::new("date")
-        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// headroomd for the seed's node, without the probes (these tests are about the API server;

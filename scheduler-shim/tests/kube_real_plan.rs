@@ -16,11 +16,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use headroom_testkit::{ControlPlane, ControlPlaneOptions, LoggedChild, load_cluster_file};
+use headroom_testkit::{ControlPlane, ControlPlaneOptions, load_cluster_file};
 use serde_json::Value;
 
 mod real_cluster;
-use real_cluster::workspace;
+use real_cluster::{Shim, defer_the_seed_resize, workspace};
 
 const NODE: &str = "kind-control-plane";
 
@@ -96,34 +96,7 @@ fn plan_on_kubectl_get_output_decides_as_the_live_shim_does() {
 
     // The seed's step: high-priority-pod to 6 CPU through the resize subresource, then the
     // kubelet's Deferred verdict.
-    let resize = serde_json::json!({"spec": {"containers": [{"name": "app", "resources": {
-        "requests": {"cpu": "6"}, "limits": {"cpu": "6"}}}]}})
-    .to_string();
-    plane
-        .kubectl_ok(&[
-            "patch",
-            "pod",
-            "high-priority-pod",
-            "--subresource=resize",
-            "-p",
-            &resize,
-        ])
-        .unwrap();
-    let deferred = serde_json::json!({"status": {"conditions": [{
-        "type": "PodResizePending", "status": "True", "reason": "Deferred",
-        "message": "Node didn't have enough resource: cpu, requested: 6000, used: 4950, capacity: 8000",
-    }]}})
-    .to_string();
-    plane
-        .kubectl_ok(&[
-            "patch",
-            "pod",
-            "high-priority-pod",
-            "--subresource=status",
-            "-p",
-            &deferred,
-        ])
-        .unwrap();
+    defer_the_seed_resize(&plane);
 
     // What an operator would hand to `plan`: the API server's own objects, as kubectl prints them.
     let dump = plane
@@ -161,25 +134,7 @@ fn plan_on_kubectl_get_output_decides_as_the_live_shim_does() {
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
-    let log = plane.dir().join("shim.log");
-    let shim = LoggedChild::spawn(
-        Command::new(env!("CARGO_BIN_EXE_headroom-shim"))
-            .args([
-                "kube",
-                "--node-name",
-                NODE,
-                "--ledger",
-                "local",
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--resync-seconds",
-                "1",
-            ])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("RUST_LOG", "info"),
-        &log,
-    )
-    .unwrap();
+    let shim = Shim::start(&plane, &kubeconfig, NODE, &[]);
     // Settled once nothing changed for 5 s after the first eviction (30 s at most).
     let started = Instant::now();
     let mut evicted = BTreeSet::new();
@@ -195,8 +150,8 @@ fn plan_on_kubectl_get_output_decides_as_the_live_shim_does() {
         }
         thread::sleep(Duration::from_millis(100));
     }
+    let shim_log = shim.log();
     drop(shim);
-    let shim_log = std::fs::read_to_string(&log).unwrap_or_default();
     println!("plan on kubectl get -o yaml: {planned:?}; headroom-shim kube evicted: {evicted:?}");
     assert_eq!(
         planned,

@@ -85,3 +85,30 @@ pub fn uniform_request(
         pod: None,
     }
 }
+
+/// Runs this test binary's test `child_test` with `envs` (a crash child that writes `marker`
+/// once it has paused between two writes), and SIGKILLs it there: the crash the intent records
+/// must survive.
+pub fn sigkill_when_paused(child_test: &str, envs: &[(&str, &std::ffi::OsStr)], marker: &Path) {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
+        .stdout(Stdio::null());
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    let mut child = Proc(command.spawn().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{child_test} never paused between writes"
+        );
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!("{child_test} exited early: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+}

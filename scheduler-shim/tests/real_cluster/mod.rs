@@ -144,3 +144,41 @@ pub fn wait_for<T>(
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The seed's step: high-priority-pod to 6 CPU, Deferred with the kubelet's message.
+pub fn defer_the_seed_resize(plane: &ControlPlane) {
+    resize_and_defer(
+        plane,
+        "high-priority-pod",
+        "app",
+        "6",
+        "Node didn't have enough resource: cpu, requested: 6000, used: 3950, capacity: 8000",
+    );
+}
+
+/// `kubectl patch pod NAME --subresource resize` to `cpu`, then the kubelet's Deferred verdict.
+pub fn resize_and_defer(plane: &ControlPlane, name: &str, container: &str, cpu: &str, message: &str) {
+    let resize = serde_json::json!({"spec": {"containers": [{"name": container, "resources": {
+        "requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
+    .to_string();
+    plane
+        .kubectl_ok(&["patch", "pod", name, "--subresource=resize", "-p", &resize])
+        .unwrap();
+    let condition = serde_json::json!({"status": {"conditions": [{
+        "type": "PodResizePending", "status": "True", "reason": "Deferred", "message": message,
+        "lastTransitionTime": now_rfc3339(),
+    }]}})
+    .to_string();
+    plane
+        .kubectl_ok(&["patch", "pod", name, "--subresource=status", "-p", &condition])
+        .unwrap();
+}
+
+/// Now, RFC 3339 (the API server runs on this machine's clock).
+pub fn now_rfc3339() -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
