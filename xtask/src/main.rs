@@ -50,6 +50,14 @@ enum Task {
     /// (aarch64-unknown-linux-gnu) into target/aarch64-unknown-linux-gnu/release/, and check
     /// them under qemu-user (AArch64 ELF, --version, headroomd serving what headroomctl reads).
     BuildArm64,
+    /// Boot Debian's 6.1 arm64 kernel in qemu-system-aarch64 (TCG) with the arm64 headroomd:
+    /// its probes attach and see a throttled cgroup (`--write-docs`: the arm64 row in
+    /// docs/kernels.md).
+    VmArm64 {
+        /// Also regenerate docs/kernels.md with the arm64 row.
+        #[arg(long)]
+        write_docs: bool,
+    },
     /// Run the main job on its embedded default: the seed's tutorial, standalone, on this machine.
     /// With `--cluster`: the tutorial as kubectl commands against a real cluster built here (the
     /// control plane, the kubelet and containerd), once with upstream's preemption and once with
@@ -134,6 +142,7 @@ fn main() -> Result<()> {
         Task::BuildNode => node::build(&root).map(drop),
         Task::BuildHelm => helm::build(&root).map(drop),
         Task::BuildArm64 => arm64::build(&root).map(drop),
+        Task::VmArm64 { write_docs } => arm64::vm_arm64(&root, write_docs),
         Task::Build => {
             setup::install_missing()?;
             build_ebpf(&root)?;

@@ -23,9 +23,56 @@ use anyhow::{Context, Result, bail};
 
 use crate::{progress, run};
 
-/// Debian's cloud flavour of the 6.1 LTS kernel (bookworm ships only 6.1): BTF, all cgroup v2
-/// controllers, virtio as modules.
-const KERNEL_PACKAGES: &str = "linux-image-6.1.0-*-cloud-amd64-unsigned";
+/// The guest's architecture: amd64 (the kernel tests) or arm64 (`cargo xtask vm-arm64`). Each
+/// has its own folder under `target/`, kernel package, qemu and console.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arch {
+    Amd64,
+    Arm64,
+}
+
+impl Arch {
+    /// Debian's cloud flavour of the 6.1 LTS kernel (bookworm ships only 6.1): BTF, all cgroup
+    /// v2 controllers, virtio as modules. arm64's comes from the foreign architecture's index.
+    fn kernel_packages(self) -> &'static str {
+        match self {
+            Self::Amd64 => "linux-image-6.1.0-*-cloud-amd64-unsigned",
+            Self::Arm64 => "linux-image-6.1.0-*-cloud-arm64-unsigned:arm64",
+        }
+    }
+
+    /// Where its kernel, initramfs and console log live, under `target/`.
+    pub(crate) fn dir(self, root: &Path) -> PathBuf {
+        root.join(match self {
+            Self::Amd64 => "target/vm",
+            Self::Arm64 => "target/vm-arm64",
+        })
+    }
+
+    /// The system emulator and the Debian package that brings it.
+    fn qemu(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Amd64 => ("qemu-system-x86_64", "qemu-system-x86"),
+            Self::Arm64 => ("qemu-system-aarch64", "qemu-system-arm"),
+        }
+    }
+
+    /// Machine and CPU: the PC's default, or arm64's `virt` board with every feature TCG has.
+    fn machine(self) -> &'static [&'static str] {
+        match self {
+            Self::Amd64 => &["-cpu", "max"],
+            Self::Arm64 => &["-machine", "virt", "-cpu", "max"],
+        }
+    }
+
+    /// The serial console: the PC's UART, the `virt` board's PL011.
+    fn console(self) -> &'static str {
+        match self {
+            Self::Amd64 => "ttyS0",
+            Self::Arm64 => "ttyAMA0",
+        }
+    }
+}
 
 /// Modules the guest needs for its scratch disk; their dependencies are resolved from the
 /// modules' own `depends=` fields.
@@ -81,13 +128,25 @@ struct Kernel {
 
 /// Runs `tests` in a 6.1 guest with `cpus` vCPUs; fails unless every one of them exits 0 inside it.
 pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration, cpus: u32) -> Result<GuestRun> {
-    let vm_dir = root.join("target/vm");
+    vm_test_on(root, Arch::Amd64, tests, limit, cpus)
+}
+
+/// [`vm_test`] in a guest of `arch`: arm64's runs under `qemu-system-aarch64` (TCG) with
+/// arm64's busybox and the tests' arm64 shared libraries.
+pub(crate) fn vm_test_on(
+    root: &Path,
+    arch: Arch,
+    tests: &[GuestTest],
+    limit: Duration,
+    cpus: u32,
+) -> Result<GuestRun> {
+    let vm_dir = arch.dir(root);
     fs::create_dir_all(&vm_dir).with_context(|| format!("create {}", vm_dir.display()))?;
-    ensure_tools()?;
-    let kernel = kernel(&vm_dir)?;
-    let initramfs = initramfs(&vm_dir, &kernel, tests)?;
+    ensure_tools(arch)?;
+    let kernel = kernel(&vm_dir, arch)?;
+    let initramfs = initramfs(&vm_dir, &kernel, tests, arch)?;
     let disk = scratch_disk(&vm_dir)?;
-    let result = boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit, cpus);
+    let result = boot(&vm_dir, &kernel, &initramfs, &disk, tests, limit, cpus, arch);
     // Made afresh each run; what the tests wrote to it is of no use afterwards.
     let _ = fs::remove_file(&disk);
     result
@@ -95,9 +154,9 @@ pub(crate) fn vm_test(root: &Path, tests: &[GuestTest], limit: Duration, cpus: u
 
 /// qemu, mkfs.ext4 and busybox: installed through apt when missing, or a failure naming what
 /// is missing.
-fn ensure_tools() -> Result<()> {
+fn ensure_tools(arch: Arch) -> Result<()> {
     for (tool, package) in [
-        ("qemu-system-x86_64", "qemu-system-x86"),
+        arch.qemu(),
         ("mkfs.ext4", "e2fsprogs"),
         ("busybox", "busybox-static"),
         ("strip", "binutils"),
@@ -137,10 +196,10 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// The newest package matching [`KERNEL_PACKAGES`] that the apt index can install.
-fn newest_kernel_package() -> Result<Option<String>> {
+/// The newest package matching [`Arch::kernel_packages`] that the apt index can install.
+fn newest_kernel_package(arch: Arch) -> Result<Option<String>> {
     let out = Command::new("apt-cache")
-        .args(["policy", KERNEL_PACKAGES])
+        .args(["policy", arch.kernel_packages()])
         .output()
         .context("run apt-cache (is this a Debian machine?)")?;
     Ok(newest_candidate(&String::from_utf8_lossy(&out.stdout)))
@@ -168,26 +227,51 @@ fn newest_candidate(text: &str) -> Option<String> {
     best.map(|(_, name)| name)
 }
 
-/// The kernel under `target/vm/kernel/<package>/`, fetched on first use.
-fn kernel(vm_dir: &Path) -> Result<Kernel> {
+/// The folder a package is unpacked in: its name without the `:arch` qualifier.
+fn package_folder(package: &str) -> &str {
+    package.split(':').next().unwrap_or(package)
+}
+
+/// Adds dpkg's foreign architecture `arm64` (and refreshes apt's index) when missing, so that
+/// apt can download arm64 packages. Nothing arm64 is installed on the host.
+pub(crate) fn ensure_arm64_index() -> Result<()> {
+    let foreign = Command::new("dpkg")
+        .arg("--print-foreign-architectures")
+        .output()
+        .context("run dpkg (is this a Debian machine?)")?;
+    if String::from_utf8_lossy(&foreign.stdout)
+        .lines()
+        .any(|l| l.trim() == "arm64")
+    {
+        return Ok(());
+    }
+    progress("vm-arm64: dpkg --add-architecture arm64 && apt-get update (for apt-get download)");
+    run(Command::new("dpkg").args(["--add-architecture", "arm64"]))?;
+    run(Command::new("apt-get").args(["update", "-qq"]))
+}
+
+/// The kernel under `<vm_dir>/kernel/<package>/`, fetched on first use.
+fn kernel(vm_dir: &Path, arch: Arch) -> Result<Kernel> {
     let kernels = vm_dir.join("kernel");
     let chosen = vm_dir.join("kernel.txt");
     if let Ok(package) = fs::read_to_string(&chosen) {
         let package = package.trim().to_owned();
-        if let Ok(kernel) = unpacked(&kernels.join(&package), &package) {
+        if let Ok(kernel) = unpacked(&kernels.join(package_folder(&package)), &package) {
             progress(&format!("vm: kernel {package} (cached in {})", kernels.display()));
             return Ok(kernel);
         }
     }
-    let package = match newest_kernel_package()? {
+    if arch == Arch::Arm64 {
+        ensure_arm64_index()?;
+    }
+    let wanted = arch.kernel_packages();
+    let package = match newest_kernel_package(arch)? {
         Some(package) => package,
         None => {
-            progress(&format!(
-                "vm: apt-get update (no {KERNEL_PACKAGES} in the apt index)"
-            ));
+            progress(&format!("vm: apt-get update (no {wanted} in the apt index)"));
             run(Command::new("apt-get").arg("update"))?;
-            newest_kernel_package()?
-                .with_context(|| format!("apt offers no package matching {KERNEL_PACKAGES}"))?
+            newest_kernel_package(arch)?
+                .with_context(|| format!("apt offers no package matching {wanted}"))?
         }
     };
     let download = vm_dir.join("download");
@@ -207,8 +291,8 @@ fn kernel(vm_dir: &Path) -> Result<Kernel> {
                 download.display()
             )
         })?;
-    let target = kernels.join(&package);
-    let staging = kernels.join(format!("{package}.partial"));
+    let target = kernels.join(package_folder(&package));
+    let staging = kernels.join(format!("{}.partial", package_folder(&package)));
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging)?;
     progress(&format!("vm: dpkg-deb -x {}", deb.display()));
@@ -229,6 +313,7 @@ fn unpacked(dir: &Path, package: &str) -> Result<Kernel> {
                 .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
         })
         .with_context(|| format!("no boot/vmlinuz-* in {}", dir.display()))?;
+    let vmlinuz = bootable_image(&vmlinuz)?;
     let modules = fs::read_dir(dir.join("lib/modules"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.is_dir())
@@ -238,6 +323,40 @@ fn unpacked(dir: &Path, package: &str) -> Result<Kernel> {
         vmlinuz,
         modules,
     })
+}
+
+/// What qemu's `-kernel` boots. amd64's bzImage and arm64's `Image` (Debian's arm64 vmlinuz
+/// of 6.1 is the plain `Image`, a PE/COFF file with `ARMd` at 0x38) as they are; a
+/// gzip-compressed arm64 vmlinuz, which qemu does not unpack for arm64, is unpacked once next to
+/// it as `Image-<release>`.
+fn bootable_image(vmlinuz: &Path) -> Result<PathBuf> {
+    let mut magic = [0u8; 2];
+    {
+        use std::io::Read;
+        fs::File::open(vmlinuz)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .with_context(|| format!("read {}", vmlinuz.display()))?;
+    }
+    if magic != [0x1f, 0x8b] {
+        return Ok(vmlinuz.to_path_buf());
+    }
+    let name = vmlinuz
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("vmlinuz")
+        .replacen("vmlinuz", "Image", 1);
+    let image = vmlinuz.with_file_name(name);
+    if !image.exists() {
+        progress(&format!(
+            "vm: gzip -dc {} (qemu boots arm64's Image unpacked)",
+            vmlinuz.display()
+        ));
+        let partial = vmlinuz.with_extension("unpacking");
+        let out = fs::File::create(&partial)?;
+        run(Command::new("gzip").arg("-dc").arg(vmlinuz).stdout(out))?;
+        fs::rename(&partial, &image)?;
+    }
+    Ok(image)
 }
 
 /// Every `.ko` under `dir`, by module name.
@@ -340,6 +459,102 @@ fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>> {
     Ok(libs)
 }
 
+/// The shared libraries an arm64 `binary` loads, with their own, from the cross libc's
+/// sysroot (`/usr/aarch64-linux-gnu`, what the cross build linked against): `(file in the
+/// sysroot, path in the guest)`. The program interpreter goes where the binary names it
+/// (`/lib/ld-linux-aarch64.so.1`), the others into `/lib`, which the loader always searches.
+/// A file that is not a dynamic ELF (a script) needs none. Host `readelf` reads any ELF.
+fn arm64_shared_libraries(binary: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let sysroot = Path::new(crate::arm64::SYSROOT).join("lib");
+    let readelf = |file: &Path, flag: &str| -> Result<Option<String>> {
+        let out = Command::new("readelf")
+            .arg(flag)
+            .arg("-W")
+            .arg(file)
+            .output()
+            .with_context(|| format!("readelf {flag} {}", file.display()))?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+    };
+    let Some(headers) = readelf(binary, "-l")? else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    if let Some(interpreter) = headers
+        .lines()
+        .find_map(|l| l.split_once("[Requesting program interpreter: "))
+        .and_then(|(_, rest)| rest.split(']').next())
+    {
+        let interpreter = PathBuf::from(interpreter);
+        let name = interpreter
+            .file_name()
+            .with_context(|| format!("interpreter {}", interpreter.display()))?;
+        found.push((sysroot.join(name), interpreter.clone()));
+    }
+    let mut queue = vec![binary.to_path_buf()];
+    let mut seen = HashSet::new();
+    while let Some(file) = queue.pop() {
+        let dynamic = readelf(&file, "-d")?.unwrap_or_default();
+        for name in dynamic
+            .lines()
+            .filter(|l| l.contains("(NEEDED)"))
+            .filter_map(|l| l.split_once("Shared library: [").map(|(_, r)| r))
+            .filter_map(|r| r.split(']').next())
+        {
+            if !seen.insert(name.to_owned()) {
+                continue;
+            }
+            let host = sysroot.join(name);
+            if !host.exists() {
+                bail!(
+                    "{} needs {name}, which {} lacks (libc6-dev-arm64-cross)",
+                    binary.display(),
+                    sysroot.display()
+                );
+            }
+            if found.iter().all(|(h, _)| *h != host) {
+                found.push((host.clone(), Path::new("/lib").join(name)));
+            }
+            queue.push(host);
+        }
+    }
+    Ok(found)
+}
+
+/// busybox for arm64 (Debian's `busybox-static:arm64`), downloaded and unpacked with
+/// `dpkg-deb -x` under `<vm_dir>/busybox/` once: never installed over the host's.
+fn arm64_busybox(vm_dir: &Path) -> Result<PathBuf> {
+    let dir = vm_dir.join("busybox");
+    let binary = dir.join("bin/busybox");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    ensure_arm64_index()?;
+    let download = vm_dir.join("busybox-download");
+    let _ = fs::remove_dir_all(&download);
+    fs::create_dir_all(&download)?;
+    progress("vm-arm64: apt-get download busybox-static:arm64");
+    run(Command::new("apt-get")
+        .args(["download", "busybox-static:arm64"])
+        .current_dir(&download))?;
+    let deb = fs::read_dir(&download)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .context("apt-get download busybox-static:arm64 left no .deb")?;
+    let staging = vm_dir.join("busybox.partial");
+    let _ = fs::remove_dir_all(&staging);
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&staging))?;
+    let _ = fs::remove_dir_all(&dir);
+    fs::rename(&staging, &dir)?;
+    let _ = fs::remove_dir_all(&download);
+    if !binary.is_file() {
+        bail!("busybox-static:arm64 has no bin/busybox");
+    }
+    Ok(binary)
+}
+
 /// Copies `from` to `root/<from's absolute path>`, following symlinks.
 fn copy_to_same_path(root: &Path, from: &Path) -> Result<()> {
     let relative = from.strip_prefix("/").unwrap_or(from);
@@ -358,10 +573,14 @@ fn shell_quote(arg: &str) -> String {
 /// The guest's `/init`: mounts, pure cgroup v2 with the cpu and memory controllers for
 /// children, the scratch disk on /var/tmp (where the tests put their page-cache files), then
 /// each test between markers.
-fn init_script(modules: &[(String, PathBuf)], tests: &[GuestTest]) -> String {
-    let mut s = String::from(
-        r#"#!/bin/sh
-export PATH=/bin HOME=/root TMPDIR=/var/tmp RUST_BACKTRACE=1
+fn init_script(modules: &[(String, PathBuf)], tests: &[GuestTest], arch: Arch) -> String {
+    let mut s = String::from("#!/bin/sh\n");
+    if arch == Arch::Arm64 {
+        // arm64's busybox cannot run on the host to list its applets: it links them itself.
+        s.push_str("/bin/busybox --install -s /bin\n");
+    }
+    s.push_str(
+        r#"export PATH=/bin HOME=/root TMPDIR=/var/tmp RUST_BACKTRACE=1
 # The guest exists to run these: a skip is a failure.
 export HEADROOM_REQUIRE_PRIVILEGED=1 HEADROOM_REQUIRE_CGROUP_V2=1
 fail() { echo "@@headroom-vm setup-failed $*"; poweroff -f; }
@@ -412,7 +631,7 @@ echo "@@headroom-vm kernel release=$(uname -r) cgroup=v2 controllers=$(cat /sys/
 }
 
 /// Builds `target/vm/initramfs.cpio` from `target/vm/initramfs/`.
-fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<PathBuf> {
+fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest], arch: Arch) -> Result<PathBuf> {
     let dir = vm_dir.join("initramfs");
     let _ = fs::remove_dir_all(&dir);
     for sub in [
@@ -430,19 +649,34 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
     ] {
         fs::create_dir_all(dir.join(sub))?;
     }
+    // The host's busybox packs the image; the guest gets its architecture's.
     let busybox = which("busybox").context("busybox missing")?;
-    fs::copy(&busybox, dir.join("bin/busybox"))?;
-    let list = Command::new(&busybox)
-        .arg("--list")
-        .output()
-        .context("busybox --list")?;
-    for applet in String::from_utf8_lossy(&list.stdout).lines() {
-        let applet = applet.trim();
-        if !applet.is_empty() && applet != "busybox" && !applet.contains('/') {
-            std::os::unix::fs::symlink("busybox", dir.join("bin").join(applet))?;
+    if arch == Arch::Arm64 {
+        fs::copy(arm64_busybox(vm_dir)?, dir.join("bin/busybox"))?;
+        std::os::unix::fs::symlink("busybox", dir.join("bin/sh"))?;
+    } else {
+        fs::copy(&busybox, dir.join("bin/busybox"))?;
+        let list = Command::new(&busybox)
+            .arg("--list")
+            .output()
+            .context("busybox --list")?;
+        for applet in String::from_utf8_lossy(&list.stdout).lines() {
+            let applet = applet.trim();
+            if !applet.is_empty() && applet != "busybox" && !applet.contains('/') {
+                std::os::unix::fs::symlink("busybox", dir.join("bin").join(applet))?;
+            }
         }
     }
     let mut libraries = HashSet::new();
+    let mut cross_libraries = HashSet::new();
+    let mut add_libraries = |binary: &Path| -> Result<()> {
+        if arch == Arch::Arm64 {
+            cross_libraries.extend(arm64_shared_libraries(binary)?);
+        } else {
+            libraries.extend(shared_libraries(binary)?);
+        }
+        Ok(())
+    };
     let on_disk = vm_dir.join("disk-root");
     let _ = fs::remove_dir_all(&on_disk);
     fs::create_dir_all(on_disk.join("tests"))?;
@@ -462,7 +696,7 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
             fs::copy(&test.binary, &to)
                 .with_context(|| format!("copy {} into the initramfs", test.binary.display()))?;
         }
-        libraries.extend(shared_libraries(&test.binary)?);
+        add_libraries(&test.binary)?;
         for program in &test.companions {
             let name = program
                 .file_name()
@@ -484,18 +718,25 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
                 fs::create_dir_all(parent)?;
             }
             std::os::unix::fs::symlink(Path::new("/var/tmp/companions").join(name), &link)?;
-            libraries.extend(shared_libraries(program)?);
+            add_libraries(program)?;
         }
     }
     for library in &libraries {
         copy_to_same_path(&dir, library)?;
+    }
+    for (host, guest) in &cross_libraries {
+        let to = dir.join(guest.strip_prefix("/").unwrap_or(guest));
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(host, &to).with_context(|| format!("copy {} to {}", host.display(), to.display()))?;
     }
     let modules = modules_in_load_order(kernel, DISK_MODULES)?;
     for (name, file) in &modules {
         fs::copy(file, dir.join("lib/modules").join(format!("{name}.ko")))?;
     }
     let init = dir.join("init");
-    fs::write(&init, init_script(&modules, tests))?;
+    fs::write(&init, init_script(&modules, tests, arch))?;
     fs::set_permissions(&init, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
     let image = vm_dir.join("initramfs.cpio");
     let file = fs::File::create(&image)?;
@@ -526,7 +767,7 @@ fn initramfs(vm_dir: &Path, kernel: &Kernel, tests: &[GuestTest]) -> Result<Path
         image.display(),
         size >> 20,
         tests.len(),
-        libraries.len(),
+        libraries.len() + cross_libraries.len(),
         modules.len()
     ));
     Ok(image)
@@ -554,6 +795,7 @@ fn scratch_disk(vm_dir: &Path) -> Result<PathBuf> {
 }
 
 /// Boots the guest and checks that every test came back with exit status 0.
+#[allow(clippy::too_many_arguments)]
 fn boot(
     vm_dir: &Path,
     kernel: &Kernel,
@@ -562,38 +804,34 @@ fn boot(
     tests: &[GuestTest],
     limit: Duration,
     cpus: u32,
+    arch: Arch,
 ) -> Result<GuestRun> {
-    let mut qemu = Command::new("qemu-system-x86_64");
+    let (emulator, _) = arch.qemu();
+    let mut qemu = Command::new(emulator);
     let cpus = cpus.to_string();
     // KVM hangs on these machines (see the notes): TCG, one host thread per vCPU.
-    qemu.args([
-        "-accel",
-        "tcg,thread=multi",
-        "-cpu",
-        "max",
-        "-smp",
-        &cpus,
-        "-m",
-        "2048",
-    ])
-    .args(["-nographic", "-no-reboot", "-nic", "none"])
-    .arg("-kernel")
-    .arg(&kernel.vmlinuz)
-    .arg("-initrd")
-    .arg(initramfs)
-    .arg("-drive")
-    .arg(format!("file={},format=raw,if=virtio", disk.display()))
-    .args(["-append", "console=ttyS0 panic=-1 quiet"])
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    qemu.args(["-accel", "tcg,thread=multi"])
+        .args(arch.machine())
+        .args(["-smp", &cpus, "-m", "2048"])
+        .args(["-nographic", "-no-reboot", "-nic", "none"])
+        .arg("-kernel")
+        .arg(&kernel.vmlinuz)
+        .arg("-initrd")
+        .arg(initramfs)
+        .arg("-drive")
+        .arg(format!("file={},format=raw,if=virtio", disk.display()))
+        .arg("-append")
+        .arg(format!("console={} panic=-1 quiet", arch.console()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     progress(&format!(
         "vm: booting {} under qemu TCG ({cpus} vCPUs, 2 GiB, pure cgroup v2), limit {} s",
         kernel.package,
         limit.as_secs()
     ));
     let started = Instant::now();
-    let mut child = qemu.spawn().context("start qemu-system-x86_64")?;
+    let mut child = qemu.spawn().with_context(|| format!("start {emulator}"))?;
     let (send, receive) = mpsc::channel::<String>();
     let mut readers = Vec::new();
     if let Some(stdout) = child.stdout.take() {
@@ -1057,6 +1295,124 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
     ])
 }
 
+/// Where the amd64 guest's rows come from.
+const AMD64_GUEST: &str = "qemu guest (TCG)";
+/// Where the arm64 guest's row comes from.
+pub(crate) const ARM64_GUEST: &str = "qemu guest arm64 (TCG, headroomd observe)";
+
+/// The last amd64 guest's console, as `kernel_tests` keeps it.
+fn amd64_guest_console(root: &Path) -> PathBuf {
+    root.join("target/kernels/guest-amd64.console")
+}
+
+/// Where `cargo xtask vm-arm64` writes its guest's records (the kernel tests' record format).
+pub(crate) fn arm64_records(root: &Path) -> PathBuf {
+    root.join("target/kernels/arm64.records")
+}
+
+/// The kernel support table and its page: the host's row, the amd64 guest's, and the arm64
+/// guest's when `cargo xtask vm-arm64` has left its records.
+fn kernel_page(root: &Path, host: KernelReport, guest: KernelReport) -> (String, String) {
+    let mut reports = Vec::new();
+    if host.is_empty() {
+        progress("kernel tests: no host records (not root?): the table shows the guest only");
+    } else {
+        reports.push(host);
+    }
+    reports.push(guest);
+    let arm64 = fs::read_to_string(arm64_records(root))
+        .map(|text| KernelReport::parse(ARM64_GUEST, text.lines()))
+        .ok()
+        .filter(|r| !r.is_empty());
+    let arm64_text = if arm64.is_some() {
+        "\n\nThe arm64 row is `cargo xtask vm-arm64`'s: Debian's 6.1 cloud kernel for arm64 booted\n\
+         in `qemu-system-aarch64` (`virt`, `-cpu max`, TCG), the cross-built arm64 headroomd\n\
+         running `observe` while a busy loop runs under a 10% `cpu.max` quota; its figure is the\n\
+         probes' throttle episodes next to that cgroup's `cpu.stat` `nr_throttled`. The probe\n\
+         tests themselves (`probes_kernel`) run on amd64 only. `cargo xtask vm-arm64\n\
+         --write-docs` reruns it and rewrites this page from the last runs' records."
+    } else {
+        ""
+    };
+    reports.extend(arm64);
+    let table = render_table(&reports);
+    let page = format!(
+        "# Kernel support\n\n\
+         Generated by `cargo xtask test` (or `cargo xtask vm-test --write-docs`, which also copies it\n\
+         here) from the records the kernel tests print (`daemon/tests/probes_kernel.rs`): on the\n\
+         host, and in a qemu guest booting Debian's 6.1 LTS cloud kernel with pure cgroup v2\n\
+         (`xtask/src/vm.rs`). Do not edit by hand; regenerate with\n\
+         `cargo xtask vm-test --write-docs` as root.\n\n\
+         The guest runs under TCG (about 7x slower than the host); the comparisons are against\n\
+         the guest kernel's own accounting (`cpu.stat`, `memory.stat`, `memory.events`,\n\
+         `/proc/<pid>/schedstat`), so they are fair, but absolute timings are not.{arm64_text}\n\n{table}"
+    );
+    (table, page)
+}
+
+/// Regenerates the kernel support page from the records the last runs left (the host's, the
+/// amd64 guest's console, the arm64 guest's) into `target/kernels/kernels.md`, and with
+/// `write_docs` into `docs/kernels.md`; used by `cargo xtask vm-arm64 --write-docs`.
+pub(crate) fn rewrite_kernel_page(root: &Path, write_docs: bool) -> Result<()> {
+    let host_text = fs::read_to_string(host_records(root)).unwrap_or_default();
+    let host = KernelReport::parse("host", host_text.lines());
+    // The console `kernel_tests` kept, or the amd64 guest's own log if it is a kernel-tests run.
+    let kept = fs::read_to_string(amd64_guest_console(root)).ok().or_else(|| {
+        fs::read_to_string(root.join("target/vm/console.log"))
+            .ok()
+            .filter(|log| log.contains(&format!("{MARK} begin actuator_v2_real")))
+    });
+    let Some(console) = kept else {
+        bail!(
+            "no amd64 guest records to rebuild the kernel page from ({} or a kernel-tests console in target/vm/): run `cargo xtask vm-test` first",
+            amd64_guest_console(root).display()
+        );
+    };
+    let guest = KernelReport::parse(AMD64_GUEST, console.lines());
+    if guest.is_empty() {
+        bail!("the kept amd64 guest console holds no kernel-test records");
+    }
+    let (table, page) = kernel_page(root, host, guest);
+    fs::create_dir_all(root.join("target/kernels"))?;
+    fs::write(root.join("target/kernels/kernels.md"), &page)?;
+    println!("{table}");
+    if write_docs {
+        fs::write(root.join("docs/kernels.md"), &page)?;
+        progress("vm-arm64: docs/kernels.md regenerated with the arm64 row");
+    }
+    Ok(())
+}
+
+/// The programs the amd64 guest's row of `docs/kernels.md` lists as attached on 6.1: what the
+/// arm64 guest must attach too.
+pub(crate) fn amd64_guest_programs(root: &Path) -> Result<Vec<String>> {
+    let page = root.join("docs/kernels.md");
+    let text = fs::read_to_string(&page).with_context(|| format!("read {}", page.display()))?;
+    programs_of_row(&text, "-cloud-amd64", AMD64_GUEST)
+        .with_context(|| format!("{} has no amd64 guest row listing its probes", page.display()))
+}
+
+/// From the kernel table: the "probes attached" cell (`9 (a, b, …)`) of the first row whose
+/// kernel ends in `kernel_suffix` and whose place is `place`.
+fn programs_of_row(text: &str, kernel_suffix: &str, place: &str) -> Option<Vec<String>> {
+    text.lines().find_map(|line| {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // ["", kernel, where, mode, throttle, runq, attached, refused, …]
+        if cells.len() < 8 || !cells[1].ends_with(kernel_suffix) || cells[2] != place {
+            return None;
+        }
+        let (count, list) = cells[6].split_once(" (")?;
+        let list: Vec<String> = list
+            .trim_end_matches(')')
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        (count.parse::<usize>().ok()? == list.len()).then_some(list)
+    })
+}
+
 /// Runs the kernel tests on the host (unless `host_done`: `cargo xtask test` already ran them
 /// with `$HEADROOM_FIGURES` set) and in the 6.1 guest, then writes the kernel support table to
 /// `target/kernels/kernels.md` (and `docs/kernels.md` with `write_docs`).
@@ -1086,36 +1442,17 @@ pub(crate) fn kernel_tests(root: &Path, host_done: bool, write_docs: bool) -> Re
         .and_then(|v| v.parse().ok())
         .map_or(GUEST_LIMIT, Duration::from_secs);
     let guest_result = vm_test(root, &tests, limit, 2);
-    let guest = match &guest_result {
-        Ok(run) => KernelReport::parse("qemu guest (TCG)", run.console.iter().map(String::as_str)),
-        Err(_) => {
-            let log = fs::read_to_string(root.join("target/vm/console.log")).unwrap_or_default();
-            KernelReport::parse("qemu guest (TCG)", log.lines())
-        }
+    let guest_console = match &guest_result {
+        Ok(run) => run.console.join("\n"),
+        Err(_) => fs::read_to_string(root.join("target/vm/console.log")).unwrap_or_default(),
     };
-    let mut reports = Vec::new();
-    if host.is_empty() {
-        progress("kernel tests: no host records (not root?): the table shows the guest only");
-    } else {
-        reports.push(host);
-    }
-    reports.push(guest);
-    let table = render_table(&reports);
-    let page = format!(
-        "# Kernel support\n\n\
-         Generated by `cargo xtask test` (or `cargo xtask vm-test --write-docs`, which also copies it\n\
-         here) from the records the kernel tests print (`daemon/tests/probes_kernel.rs`): on the\n\
-         host, and in a qemu guest booting Debian's 6.1 LTS cloud kernel with pure cgroup v2\n\
-         (`xtask/src/vm.rs`). Do not edit by hand; regenerate with\n\
-         `cargo xtask vm-test --write-docs` as root.\n\n\
-         The guest runs under TCG (about 7x slower than the host); the comparisons are against\n\
-         the guest kernel's own accounting (`cpu.stat`, `memory.stat`, `memory.events`,\n\
-         `/proc/<pid>/schedstat`), so they are fair, but absolute timings are not.\n\n{table}"
-    );
+    // Kept for `cargo xtask vm-arm64 --write-docs`, which regenerates the page without
+    // booting this guest again.
+    fs::create_dir_all(root.join("target/kernels"))?;
+    fs::write(amd64_guest_console(root), &guest_console)?;
+    let guest = KernelReport::parse(AMD64_GUEST, guest_console.lines());
+    let (table, page) = kernel_page(root, host, guest);
     let out = root.join("target/kernels/kernels.md");
-    if let Some(parent) = out.parent() {
-        fs::create_dir_all(parent)?;
-    }
     fs::write(&out, &page)?;
     println!("{table}");
     progress(&format!(
@@ -1180,6 +1517,66 @@ mod tests {
             "{table}"
         );
         assert!(KernelReport::parse("host", ["unrelated"]).is_empty());
+    }
+
+    #[test]
+    fn the_amd64_guests_programs_are_read_from_the_table() {
+        let page = "| kernel | where | cgroup mode | throttle model | run-queue model | probes attached | probes refused | kernel tests passed | test binaries |\n\
+                    |---|---|---|---|---|---|---|---|---|\n\
+                    | 6.18.44 | host | v1-hybrid | TaskThrottled | SchedInfo | 3 (a, b, c) | none | x | y |\n\
+                    | 6.1.0-57-cloud-amd64 | qemu guest (TCG) | v2 | CfsRqThrottled | SchedInfo | 2 (sched_switch, cgroup_mkdir) | none | x | y |\n";
+        assert_eq!(
+            programs_of_row(page, "-cloud-amd64", AMD64_GUEST).unwrap(),
+            ["sched_switch", "cgroup_mkdir"]
+        );
+        assert_eq!(programs_of_row(page, "-cloud-arm64", AMD64_GUEST), None);
+        // A count that disagrees with its list is not taken.
+        let wrong = page.replace("| 2 (sched_switch", "| 3 (sched_switch");
+        assert_eq!(programs_of_row(&wrong, "-cloud-amd64", AMD64_GUEST), None);
+    }
+
+    #[test]
+    fn arch_specific_guest_settings() {
+        assert_eq!(
+            package_folder("linux-image-6.1.0-57-cloud-arm64-unsigned:arm64"),
+            "linux-image-6.1.0-57-cloud-arm64-unsigned"
+        );
+        assert_eq!(
+            package_folder("linux-image-6.1.0-57-cloud-amd64-unsigned"),
+            "linux-image-6.1.0-57-cloud-amd64-unsigned"
+        );
+        assert_eq!(Arch::Amd64.console(), "ttyS0");
+        assert_eq!(Arch::Arm64.console(), "ttyAMA0");
+        assert_eq!(Arch::Arm64.machine(), ["-machine", "virt", "-cpu", "max"]);
+        // amd64's init is as it was: no applet installation, which its busybox list replaces.
+        assert!(!init_script(&[], &[], Arch::Amd64).contains("--install"));
+        assert!(
+            init_script(&[], &[], Arch::Arm64).starts_with("#!/bin/sh\n/bin/busybox --install -s /bin\n")
+        );
+        // The newest candidate of the foreign architecture's index keeps its qualifier.
+        let policy = "linux-image-6.1.0-56-cloud-arm64-unsigned:arm64:\n  Candidate: 6.1.170-1\n\
+                      linux-image-6.1.0-57-cloud-arm64-unsigned:arm64:\n  Candidate: 6.1.192-3\n";
+        assert_eq!(
+            newest_candidate(policy).as_deref(),
+            Some("linux-image-6.1.0-57-cloud-arm64-unsigned:arm64")
+        );
+    }
+
+    #[test]
+    fn a_gzipped_vmlinuz_is_unpacked_once_and_a_plain_image_is_booted_as_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("vmlinuz-6.1.0-57-cloud-arm64");
+        fs::write(&plain, b"MZ\x40\xfa plain Image").unwrap();
+        assert_eq!(bootable_image(&plain).unwrap(), plain);
+        let gzipped = dir.path().join("vmlinuz-6.1.0-58-cloud-arm64");
+        let out = Command::new("gzip").arg("-c").arg(&plain).output().unwrap();
+        fs::write(&gzipped, out.stdout).unwrap();
+        let image = bootable_image(&gzipped).unwrap();
+        assert_eq!(image, dir.path().join("Image-6.1.0-58-cloud-arm64"));
+        assert_eq!(fs::read(&image).unwrap(), b"MZ\x40\xfa plain Image");
+        // Cached: a second call does not unpack again.
+        fs::write(&image, b"kept").unwrap();
+        assert_eq!(fs::read(bootable_image(&gzipped).unwrap()).unwrap(), b"kept");
     }
 
     #[test]
