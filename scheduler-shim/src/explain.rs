@@ -135,7 +135,10 @@ pub fn explain(pod: &str, decision: &Decision) -> String {
             let names: Vec<String> = decision
                 .victims
                 .iter()
-                .map(|v| format!("{}/{} (priority {})", v.namespace, v.name, v.priority))
+                .map(|v| {
+                    let leaving = if v.terminating { ", already terminating: not evicted again" } else { "" };
+                    format!("{}/{} (priority {}{leaving})", v.namespace, v.name, v.priority)
+                })
                 .collect();
             let plural = if names.len() == 1 { "Pod" } else { "Pods" };
             lines.push(format!(
@@ -177,6 +180,17 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("frees cpu=3 memory=500Mi"), "{text}");
+    }
+
+    #[test]
+    fn a_terminating_victim_is_said_to_be_leaving_already() {
+        let mut decision = crate::decide::fixtures::seed_decision(Outcome::Preempt);
+        decision.victims[0].terminating = true;
+        let text = explain("default/high-priority-pod", &decision);
+        assert!(
+            text.contains("default/low-priority-pod (priority 1000, already terminating: not evicted again)"),
+            "{text}"
+        );
     }
 
     #[test]

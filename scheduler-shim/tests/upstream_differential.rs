@@ -131,6 +131,34 @@ fn scenarios() -> Vec<Scenario> {
             ],
             pdbs: vec![],
         },
+        // Upstream asks PodEligibleToPreemptOthers before it looks at the node: Never on a node
+        // that disabled resize preemption (nobody evicted either way; the messages differ).
+        Scenario {
+            name: "never-on-a-disabled-node",
+            node_cpu: "300m",
+            node_memory: "300",
+            disable_resize_preemption: true,
+            pods: vec![
+                pod("victim-1", 100, "200m"),
+                PodSpec {
+                    never: true,
+                    ..resizer("preemptor", 1000, "100m", "300m")
+                },
+            ],
+            pdbs: vec![],
+        },
+        // A disabled node is reported even when the resize fits; nobody is evicted.
+        Scenario {
+            name: "fits-on-a-disabled-node",
+            node_cpu: "400m",
+            node_memory: "300",
+            disable_resize_preemption: true,
+            pods: vec![
+                pod("other", 100, "100m"),
+                resizer("preemptor", 1000, "100m", "300m"),
+            ],
+            pdbs: vec![],
+        },
         // A PDB changes the victim: without it low-a (started later, less important) goes; with
         // it low-a is reprieved first and low-b goes.
         Scenario {
