@@ -503,11 +503,18 @@ imports = []
             "podLogsDir": self.dir.path().join("pod-logs"),
             "clusterDomain": "cluster.local",
             "featureGates": {RESIZE_PREEMPTION_GATE: options.resize_preemption_gate},
-            // The host's disk is shared with the build: only evict on a really full one.
+            // The host's disk is shared with the build and with other machines: a CI run once
+            // saw less than 1 % of it free, the kubelet tainted the node with disk pressure and
+            // nothing scheduled. "0%" is the kubelet's own way to turn a signal off
+            // (eviction/helpers.go); with mergeDefaultEvictionSettings false (its default) the
+            // signals not named stay off too. A really full disk still fails the test, loudly
+            // (ENOSPC), rather than as a Pod left Pending.
             "evictionHard": {
                 "memory.available": "100Mi",
-                "nodefs.available": "1%",
-                "imagefs.available": "1%",
+                "nodefs.available": "0%",
+                "imagefs.available": "0%",
+                "nodefs.inodesFree": "0%",
+                "imagefs.inodesFree": "0%",
             },
             "imageGCHighThresholdPercent": 100,
             "nodeStatusUpdateFrequency": "4s",

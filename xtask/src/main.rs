@@ -216,6 +216,7 @@ fn is_root() -> bool {
 }
 
 fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
+    disk_report(root, "before the builds");
     setup::install_missing()?;
     build_ebpf(root)?;
     if !no_lint {
@@ -265,6 +266,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     let _ = std::fs::remove_file(&records);
     std::fs::create_dir_all(root.join("target/kernels"))?;
     test.env("HEADROOM_FIGURES", &records);
+    disk_report(root, "before the tests");
     run(&mut test)?;
     progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
     vm::kernel_tests(root, true, false)?;
@@ -441,4 +443,31 @@ fn run(cmd: &mut Command) -> Result<()> {
 
 fn progress(line: &str) {
     println!("xtask: {line}");
+}
+
+/// One progress line with the free space where `target/` lives: these machines share their disk,
+/// and a run that fails for want of it should say so up front.
+fn disk_report(root: &Path, when: &str) {
+    const FRESH_BUILD_NEEDS_GIB: u64 = 20;
+    let out = Command::new("df").args(["-P", "-k"]).arg(root).output();
+    let free_kib = out.ok().and_then(|out| {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .nth(1)?
+            .split_whitespace()
+            .nth(3)?
+            .parse::<u64>()
+            .ok()
+    });
+    match free_kib {
+        Some(kib) if kib / (1024 * 1024) < FRESH_BUILD_NEEDS_GIB => progress(&format!(
+            "disk {when}: WARNING only {:.1} GiB free (a fresh build needs about {FRESH_BUILD_NEEDS_GIB} GiB)",
+            kib as f64 / (1024.0 * 1024.0)
+        )),
+        Some(kib) => progress(&format!(
+            "disk {when}: {:.1} GiB free",
+            kib as f64 / (1024.0 * 1024.0)
+        )),
+        None => progress(&format!("disk {when}: df did not answer")),
+    }
 }
