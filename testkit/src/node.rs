@@ -503,9 +503,9 @@ imports = []
             "podLogsDir": self.dir.path().join("pod-logs"),
             "clusterDomain": "cluster.local",
             "featureGates": {RESIZE_PREEMPTION_GATE: options.resize_preemption_gate},
-            // The host's disk is shared with the build and with other machines: a CI run once
-            // saw less than 1 % of it free, the kubelet tainted the node with disk pressure and
-            // nothing scheduled. "0%" is the kubelet's own way to turn a signal off
+            // The host's disk is shared with the build and with other machines: in one CI run the
+            // kubelet's eviction manager reclaimed ephemeral-storage under the old 1 % thresholds,
+            // the node was tainted with disk pressure and nothing scheduled. "0%" is the kubelet's own way to turn a signal off
             // (eviction/helpers.go); with mergeDefaultEvictionSettings false (its default) the
             // signals not named stay off too. A really full disk still fails the test, loudly
             // (ENOSPC), rather than as a Pod left Pending.

@@ -448,7 +448,7 @@ fn progress(line: &str) {
 /// One progress line with the free space where `target/` lives: these machines share their disk,
 /// and a run that fails for want of it should say so up front.
 fn disk_report(root: &Path, when: &str) {
-    const FRESH_BUILD_NEEDS_GIB: u64 = 20;
+    const FRESH_BUILD_NEEDS_GIB: f64 = 20.0;
     let out = Command::new("df").args(["-P", "-k"]).arg(root).output();
     let free_kib = out.ok().and_then(|out| {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -459,15 +459,14 @@ fn disk_report(root: &Path, when: &str) {
             .parse::<u64>()
             .ok()
     });
-    match free_kib {
-        Some(kib) if kib / (1024 * 1024) < FRESH_BUILD_NEEDS_GIB => progress(&format!(
-            "disk {when}: WARNING only {:.1} GiB free (a fresh build needs about {FRESH_BUILD_NEEDS_GIB} GiB)",
-            kib as f64 / (1024.0 * 1024.0)
-        )),
-        Some(kib) => progress(&format!(
-            "disk {when}: {:.1} GiB free",
-            kib as f64 / (1024.0 * 1024.0)
-        )),
-        None => progress(&format!("disk {when}: df did not answer")),
-    }
+    let Some(kib) = free_kib else {
+        return progress(&format!("disk {when}: df did not answer"));
+    };
+    let gib = kib as f64 / (1024.0 * 1024.0);
+    let warning = if gib < FRESH_BUILD_NEEDS_GIB {
+        format!(" WARNING: a fresh build needs about {FRESH_BUILD_NEEDS_GIB} GiB")
+    } else {
+        String::new()
+    };
+    progress(&format!("disk {when}: {gib:.1} GiB free{warning}"));
 }
