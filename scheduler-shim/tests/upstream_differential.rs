@@ -37,6 +37,12 @@ struct PodSpec {
     labels: &'static [(&'static str, &'static str)],
     /// `status.startTime`: upstream's tie-break between victims of equal priority.
     started: &'static str,
+    /// Deleted (gracefully; no kubelet confirms it, so it stays terminating) before any resize
+    /// is Deferred: an earlier victim in its grace period.
+    terminating: bool,
+    /// Not bound: `status.nominatedNodeName` is the scenario's node, as a scheduler's
+    /// preemption leaves a Pod waiting for its victims.
+    nominated: bool,
 }
 
 const fn pod(name: &'static str, priority: i32, cpu: &'static str) -> PodSpec {
@@ -49,6 +55,8 @@ const fn pod(name: &'static str, priority: i32, cpu: &'static str) -> PodSpec {
         deferred_from: None,
         labels: &[],
         started: "2026-01-01T00:00:00Z",
+        terminating: false,
+        nominated: false,
     }
 }
 
@@ -210,6 +218,84 @@ fn scenarios() -> Vec<Scenario> {
             ],
             pdbs: vec![],
         },
+        // The KEP's "Risk of Additional Preemption": upstream counts every other pending resize
+        // at its desired size, so the `Never` Pod's resize, which may preempt nobody, makes
+        // room for `high` look short and `low` goes. headroom counts a resize not yet served at
+        // its allocated size: `high` fits as the node stands and nobody is evicted.
+        Scenario {
+            name: "competing-resize-of-a-never-pod",
+            node_cpu: "1000m",
+            node_memory: "1000",
+            disable_resize_preemption: false,
+            pods: vec![
+                pod("low", 100, "300m"),
+                pod("system", 2000, "200m"),
+                PodSpec {
+                    never: true,
+                    ..resizer("mid", 500, "200m", "400m")
+                },
+                resizer("high", 1000, "200m", "300m"),
+            ],
+            pdbs: vec![],
+        },
+        // A lower-priority Pod already terminating, less important than the running one
+        // (started later): upstream reprieves the running Pod and takes the terminating one
+        // (no API call), as headroom does.
+        Scenario {
+            name: "terminating-victim-taken-by-both",
+            node_cpu: "600m",
+            node_memory: "1000",
+            disable_resize_preemption: false,
+            pods: vec![
+                PodSpec {
+                    terminating: true,
+                    started: "2026-01-02T00:00:00Z",
+                    ..pod("leaving", 100, "200m")
+                },
+                pod("running", 100, "200m"),
+                resizer("preemptor", 1000, "200m", "400m"),
+            ],
+            pdbs: vec![],
+        },
+        // The terminating Pod is the more important one (started earlier): upstream reprieves it
+        // and evicts the running Pod as well; headroom takes the room already on its way out and
+        // evicts nobody running.
+        Scenario {
+            name: "terminating-victim-reprieved-by-upstream",
+            node_cpu: "600m",
+            node_memory: "1000",
+            disable_resize_preemption: false,
+            pods: vec![
+                PodSpec {
+                    terminating: true,
+                    ..pod("leaving", 100, "200m")
+                },
+                PodSpec {
+                    started: "2026-01-02T00:00:00Z",
+                    ..pod("running", 100, "200m")
+                },
+                resizer("preemptor", 1000, "200m", "400m"),
+            ],
+            pdbs: vec![],
+        },
+        // A higher-priority Pod nominated to the node (not bound): the shim counts it as placed
+        // (its second watch, `status.nominatedNodeName`); upstream's own scheduler places it,
+        // preempting for it. Either way `low` goes and the nominated Pod stays.
+        Scenario {
+            name: "a-nominated-pod-counts-as-placed",
+            node_cpu: "1000m",
+            node_memory: "1000",
+            disable_resize_preemption: false,
+            pods: vec![
+                pod("low", 100, "300m"),
+                PodSpec {
+                    nominated: true,
+                    ..pod("nominated", 2000, "400m")
+                },
+                resizer("preemptor", 1000, "200m", "400m"),
+            ],
+            pdbs: vec![],
+        },
         // headroom's own example: the seed's shape at a tenth of its size.
         Scenario {
             name: "seed-shape",
@@ -232,8 +318,67 @@ fn scenarios() -> Vec<Scenario> {
     ]
 }
 
+/// Which objects a cluster file holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// The scenario as it stands when the resizes are Deferred: what `plan` reads
+    /// (terminating Pods carry their `deletionTimestamp`).
+    Whole,
+    /// What is loaded into a live cluster first: a scenario with terminating Pods has its
+    /// resizes not yet Deferred ([`defer_resizes`] writes them once those Pods are deleted,
+    /// as the API server sets a `deletionTimestamp` only on a delete).
+    Live,
+}
+
+fn has_terminating(scenario: &Scenario) -> bool {
+    scenario.pods.iter().any(|p| p.terminating)
+}
+
+/// The status conditions of a running Pod, with the kubelet's `Deferred` one when `deferred`.
+fn pod_conditions(started: &str, deferred: bool) -> Vec<Value> {
+    let mut conditions = vec![
+        serde_json::json!({"type": "PodScheduled", "status": "True", "lastTransitionTime": started}),
+        serde_json::json!({"type": "Ready", "status": "True", "lastTransitionTime": started}),
+    ];
+    if deferred {
+        conditions.push(serde_json::json!({
+            "type": "PodResizePending", "status": "True", "reason": "Deferred",
+            "message": "Node didn't have enough resource: cpu",
+            "lastTransitionTime": started,
+        }));
+    }
+    conditions
+}
+
+/// Deletes the scenario's terminating Pods (they stay terminating: no kubelet confirms), then
+/// writes the resizers' `Deferred` condition, as the kubelet would.
+fn defer_resizes(plane: &ControlPlane, scenario: &Scenario, ns: &str) {
+    for p in scenario.pods.iter().filter(|p| p.terminating) {
+        plane
+            .kubectl_ok(&["delete", "pod", p.name, "-n", ns, "--wait=false"])
+            .unwrap();
+    }
+    for p in scenario.pods.iter().filter(|p| p.deferred_from.is_some()) {
+        let patch = serde_json::json!({"status": {"conditions": pod_conditions(p.started, true)}});
+        plane
+            .kubectl_ok(&[
+                "patch",
+                "pod",
+                p.name,
+                "-n",
+                ns,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &patch.to_string(),
+            ])
+            .unwrap();
+    }
+}
+
 /// The scenario as the objects `kubectl get -o yaml` would print, on node `node`, namespace `ns`.
-fn cluster_file(scenario: &Scenario, node: &str, ns: &str) -> String {
+fn cluster_file(scenario: &Scenario, node: &str, ns: &str, stage: Stage) -> String {
+    let defer_later = stage == Stage::Live && has_terminating(scenario);
     let mut docs = Vec::new();
     let mut node_spec = serde_json::json!({});
     if scenario.disable_resize_preemption {
@@ -278,23 +423,13 @@ fn cluster_file(scenario: &Scenario, node: &str, ns: &str) -> String {
     for p in &scenario.pods {
         let requests = serde_json::json!({"cpu": p.cpu, "memory": p.memory});
         let allocated = serde_json::json!({"cpu": p.deferred_from.unwrap_or(p.cpu), "memory": p.memory});
-        let mut conditions = vec![
-            serde_json::json!({"type": "PodScheduled", "status": "True", "lastTransitionTime": p.started}),
-            serde_json::json!({"type": "Ready", "status": "True", "lastTransitionTime": p.started}),
-        ];
-        if p.deferred_from.is_some() {
-            conditions.push(serde_json::json!({
-                "type": "PodResizePending", "status": "True", "reason": "Deferred",
-                "message": "Node didn't have enough resource: cpu",
-                "lastTransitionTime": p.started,
-            }));
-        }
+        let conditions = pod_conditions(p.started, p.deferred_from.is_some() && !defer_later);
         let labels: serde_json::Map<String, Value> = p
             .labels
             .iter()
             .map(|(k, v)| ((*k).to_string(), Value::from(*v)))
             .collect();
-        docs.push(serde_json::json!({
+        let mut doc = serde_json::json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": p.name, "namespace": ns, "labels": labels},
             "spec": {
@@ -311,7 +446,28 @@ fn cluster_file(scenario: &Scenario, node: &str, ns: &str) -> String {
                     "state": {"running": {"startedAt": p.started}},
                     "allocatedResources": allocated, "resources": {"requests": allocated}}],
             },
-        }));
+        });
+        if p.terminating && stage == Stage::Whole {
+            doc["metadata"]["deletionTimestamp"] = Value::from("2026-01-03T00:00:00Z");
+            doc["metadata"]["deletionGracePeriodSeconds"] = Value::from(30);
+        }
+        if p.nominated {
+            // Waiting for this node, not on it: the node selector keeps upstream's scheduler
+            // from placing it on another scenario's node.
+            doc["spec"] = serde_json::json!({
+                "priorityClassName": class_name(ns, p.priority, p.never),
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "terminationGracePeriodSeconds": 30,
+                "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": requests}}],
+            });
+            doc["status"] = serde_json::json!({
+                "phase": "Pending", "nominatedNodeName": node,
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                "lastTransitionTime": p.started}],
+            });
+        }
+        docs.push(doc);
     }
     docs.iter()
         .map(|d| serde_yaml::to_string(d).unwrap())
@@ -481,15 +637,22 @@ fn headroom_evicts_whom_upstream_kube_scheduler_evicts() {
     for (index, scenario) in scenarios().iter().enumerate() {
         let node = format!("node-{index}");
         let ns = format!("s{index}");
-        let file_text = cluster_file(scenario, &node, &ns);
+        let file_text = cluster_file(scenario, &node, &ns, Stage::Whole);
+        let live_text = cluster_file(scenario, &node, &ns, Stage::Live);
         let file: PathBuf = headroom.dir().join(format!("{}.yaml", scenario.name));
         std::fs::write(&file, &file_text).unwrap();
         let all: BTreeSet<String> = scenario.pods.iter().map(|p| p.name.to_string()).collect();
 
-        load_cluster_file(&upstream, &file_text).unwrap();
+        load_cluster_file(&upstream, &live_text).unwrap();
+        if has_terminating(scenario) {
+            defer_resizes(&upstream, scenario, &ns);
+        }
         let by_upstream = settle(&upstream, &ns, &all, QUIET, SETTLE_LIMIT);
 
-        load_cluster_file(&headroom, &file_text).unwrap();
+        load_cluster_file(&headroom, &live_text).unwrap();
+        if has_terminating(scenario) {
+            defer_resizes(&headroom, scenario, &ns);
+        }
         let log = headroom.dir().join(format!("shim-{}.log", scenario.name));
         let shim = start_shim(&kubeconfig, &node, &log);
         let by_shim = settle(&headroom, &ns, &all, QUIET, SETTLE_LIMIT);

@@ -80,45 +80,123 @@ pub const HEADROOM_REFERENCE: &str = "example.invalid/headroom/headroom:0.1.0";
 /// The programs in [`HEADROOM`].
 pub const HEADROOM_PROGRAMS: &[&str] = &["headroomd", "headroom-shim", "headroomctl"];
 
-/// The layer of [`HEADROOM`], from the binaries in `release` (`cargo xtask build`) and the
-/// licence texts in `workspace` (binutils' `strip` drops their debug information): what
-/// Containerfile's second stage copies onto distroless `cc`,
-/// written here without a container engine. The shared libraries are the ones `ldd` names
-/// (glibc, libgcc, the loader), copied from this machine: Debian's, as in distroless.
+/// A platform headroom's image is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Platform {
+    Amd64,
+    Arm64,
+}
+
+impl Platform {
+    pub const ALL: [Platform; 2] = [Platform::Amd64, Platform::Arm64];
+
+    /// As OCI writes it (`os/architecture`).
+    pub fn oci(self) -> &'static str {
+        match self {
+            Platform::Amd64 => "linux/amd64",
+            Platform::Arm64 => "linux/arm64",
+        }
+    }
+
+    /// The architecture alone (`amd64`), for tags and folder names.
+    pub fn arch(self) -> &'static str {
+        match self {
+            Platform::Amd64 => "amd64",
+            Platform::Arm64 => "arm64",
+        }
+    }
+
+    /// ELF `e_machine`: EM_X86_64, EM_AARCH64.
+    pub fn elf_machine(self) -> u16 {
+        match self {
+            Platform::Amd64 => 62,
+            Platform::Arm64 => 183,
+        }
+    }
+
+    /// binutils for this platform's ELF files (the host's own for amd64, Debian's cross
+    /// binutils, `binutils-aarch64-linux-gnu`, for arm64).
+    fn binutil(self, tool: &str) -> String {
+        match self {
+            Platform::Amd64 => tool.to_string(),
+            Platform::Arm64 => format!("aarch64-linux-gnu-{tool}"),
+        }
+    }
+}
+
+/// Where Debian's cross packages put arm64's glibc and libgcc (`libc6-arm64-cross`,
+/// `libgcc-s1-arm64-cross`): the same builds as the arm64 packages, installed beside the host's.
+pub const ARM64_SYSROOT_LIB: &str = "/usr/aarch64-linux-gnu/lib";
+
+/// The layer of [`HEADROOM`] for amd64, from the binaries in `release` (`cargo xtask build`).
 pub fn headroom_layer(release: &Path, workspace: &Path, dir: &Path) -> Result<PathBuf, NodeError> {
-    let rootfs = dir.join("headroom-rootfs");
+    headroom_layer_for(Platform::Amd64, release, workspace, dir)
+}
+
+/// The layer of [`HEADROOM`] for `platform`, from the binaries in `release` (built for that
+/// platform) and the licence texts in `workspace` (binutils' `strip` drops their debug
+/// information): what Containerfile's second stage copies onto distroless `cc`, written here
+/// without a container engine. The shared libraries are the ones the binaries need, Debian's, as
+/// in distroless: for amd64 those `ldd` resolves on this machine; for arm64 the closure of the
+/// ELF `NEEDED` entries and the interpreter, from Debian's cross packages ([`ARM64_SYSROOT_LIB`]),
+/// placed where arm64's loader looks (`/lib/aarch64-linux-gnu`, the loader in `/lib`).
+pub fn headroom_layer_for(
+    platform: Platform,
+    release: &Path,
+    workspace: &Path,
+    dir: &Path,
+) -> Result<PathBuf, NodeError> {
+    let rootfs = dir.join(format!("headroom-rootfs-{}", platform.arch()));
     let io = |what: String| move |source| NodeError::Io { what, source };
+    if rootfs.exists() {
+        fs::remove_dir_all(&rootfs).map_err(io(format!("clear {}", rootfs.display())))?;
+    }
     let bin = rootfs.join("usr/local/bin");
     for sub in ["usr/local/bin", "etc", "tmp", "usr/share/doc/headroom"] {
         fs::create_dir_all(rootfs.join(sub)).map_err(io(format!("create rootfs/{sub}")))?;
     }
+    // (where it lands in the image, where it comes from)
     let mut libraries = std::collections::BTreeSet::new();
     for program in HEADROOM_PROGRAMS {
         let source = release.join(program);
         if !source.is_file() {
             return Err(NodeError::Missing {
-                what: (*program).to_string(),
+                what: format!("{program} for {}", platform.oci()),
                 path: source,
-                how: "run `cargo xtask build`".to_string(),
+                how: match platform {
+                    Platform::Amd64 => "run `cargo xtask build`".to_string(),
+                    Platform::Arm64 => "run `cargo xtask build-arm64`".to_string(),
+                },
             });
         }
         // Debug information stays out, as in a release image (a debug build is 5× larger).
         run(
-            Command::new("strip")
+            Command::new(platform.binutil("strip"))
                 .arg("--strip-debug")
                 .arg("-o")
                 .arg(bin.join(program))
                 .arg(&source),
-            &format!("strip {program} into the image"),
+            &format!("strip {program} ({}) into the image", platform.arch()),
         )?;
-        let output = Command::new("ldd")
-            .arg(&source)
-            .output()
-            .map_err(io(format!("ldd {program}")))?;
-        libraries.extend(ldd_paths(&String::from_utf8_lossy(&output.stdout)));
+        match platform {
+            Platform::Amd64 => {
+                let output = Command::new("ldd")
+                    .arg(&source)
+                    .output()
+                    .map_err(io(format!("ldd {program}")))?;
+                for path in ldd_paths(&String::from_utf8_lossy(&output.stdout)) {
+                    libraries.insert((path.clone(), path));
+                }
+            }
+            Platform::Arm64 => {
+                for found in arm64_libraries(&source)? {
+                    libraries.insert(found);
+                }
+            }
+        }
     }
-    for library in &libraries {
-        let target = rootfs.join(library.strip_prefix("/").unwrap_or(library));
+    for (in_image, library) in &libraries {
+        let target = rootfs.join(in_image.strip_prefix("/").unwrap_or(in_image));
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
         }
@@ -137,9 +215,79 @@ pub fn headroom_layer(release: &Path, workspace: &Path, dir: &Path) -> Result<Pa
         "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
     )
     .map_err(io("write etc/passwd".to_string()))?;
-    let layer = dir.join("headroom-layer.tar");
+    let layer = dir.join(format!("headroom-layer-{}.tar", platform.arch()));
     tar(&rootfs, &layer, "headroom")?;
     Ok(layer)
+}
+
+/// An arm64 binary's shared libraries, as (path in the image, file on this machine): its
+/// interpreter and the closure of `NEEDED`, found in [`ARM64_SYSROOT_LIB`].
+fn arm64_libraries(binary: &Path) -> Result<Vec<(PathBuf, PathBuf)>, NodeError> {
+    let readelf = |args: &[&str], file: &Path| -> Result<String, NodeError> {
+        let output = Command::new(Platform::Arm64.binutil("readelf"))
+            .args(args)
+            .arg(file)
+            .output()
+            .map_err(|source| NodeError::Io {
+                what: format!("readelf {}", file.display()),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(NodeError::Command {
+                what: format!("readelf {}", file.display()),
+                status: output.status.to_string(),
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let sysroot = Path::new(ARM64_SYSROOT_LIB);
+    let mut found = Vec::new();
+    let interpreter = elf_interpreter(&readelf(&["--program-headers", "--wide"], binary)?);
+    if let Some(interpreter) = interpreter {
+        let name = Path::new(&interpreter)
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        found.push((PathBuf::from(&interpreter), sysroot.join(name)));
+    }
+    let mut queue = elf_needed(&readelf(&["--dynamic", "--wide"], binary)?);
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let file = sysroot.join(&name);
+        if !file.is_file() {
+            return Err(NodeError::Missing {
+                what: format!("arm64 library {name} (needed by {})", binary.display()),
+                path: file,
+                how: "apt-get install libc6-arm64-cross libgcc-s1-arm64-cross (cargo xtask build-arm64 does)"
+                    .to_string(),
+            });
+        }
+        queue.extend(elf_needed(&readelf(&["--dynamic", "--wide"], &file)?));
+        found.push((Path::new("/lib/aarch64-linux-gnu").join(&name), file));
+    }
+    Ok(found)
+}
+
+/// `[Requesting program interpreter: /lib/ld-linux-aarch64.so.1]` in `readelf -l`'s output.
+fn elf_interpreter(program_headers: &str) -> Option<String> {
+    let (_, rest) = program_headers.split_once("Requesting program interpreter: ")?;
+    Some(rest.split(']').next()?.trim().to_string())
+}
+
+/// The `(NEEDED) Shared library: [libc.so.6]` entries in `readelf -d`'s output.
+fn elf_needed(dynamic: &str) -> Vec<String> {
+    dynamic
+        .lines()
+        .filter(|line| line.contains("(NEEDED)"))
+        .filter_map(|line| {
+            let (_, rest) = line.split_once('[')?;
+            Some(rest.split(']').next()?.to_string())
+        })
+        .collect()
 }
 
 /// The absolute paths in `ldd`'s output (`libc.so.6 => /lib/... (0x…)`, `/lib64/ld-… (0x…)`).
@@ -206,7 +354,19 @@ pub fn busybox_layer(dir: &Path) -> Result<PathBuf, NodeError> {
 
 /// Pushes `layer` as `registry/spec.repository` for linux/amd64, with its entrypoint and command.
 pub fn push(crane: &Path, registry: &str, layer: &Path, spec: &ImageSpec<'_>) -> Result<(), NodeError> {
-    let reference = format!("{registry}/{}", spec.repository);
+    push_for(Platform::Amd64, crane, &format!("{registry}/{}", spec.repository), layer, spec)
+}
+
+/// Pushes `layer` as `reference`, an image for `platform`, with `spec`'s entrypoint, command,
+/// user and labels.
+pub fn push_for(
+    platform: Platform,
+    crane: &Path,
+    reference: &str,
+    layer: &Path,
+    spec: &ImageSpec<'_>,
+) -> Result<(), NodeError> {
+    let reference = reference.to_string();
     run(
         Command::new(crane)
             .args(["append", "--insecure", "--oci-empty-base", "-f"])
@@ -219,7 +379,7 @@ pub fn push(crane: &Path, registry: &str, layer: &Path, spec: &ImageSpec<'_>) ->
     mutate.args([
         "mutate",
         "--insecure",
-        "--set-platform=linux/amd64",
+        &format!("--set-platform={}", platform.oci()),
         &reference,
         "--tag",
         &reference,
@@ -258,6 +418,15 @@ pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readelf_output_gives_the_interpreter_and_the_needed_libraries() {
+        let headers = "  INTERP         0x000238 0x0000000000000238 0x0000000000000238 0x00001b 0x00001b R   0x1\n      [Requesting program interpreter: /lib/ld-linux-aarch64.so.1]\n  LOAD ...\n";
+        assert_eq!(elf_interpreter(headers).as_deref(), Some("/lib/ld-linux-aarch64.so.1"));
+        assert_eq!(elf_interpreter("  LOAD only\n"), None);
+        let dynamic = " 0x0000000000000001 (NEEDED)             Shared library: [libgcc_s.so.1]\n 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]\n 0x000000000000000e (SONAME)             Library soname: [libfoo.so]\n";
+        assert_eq!(elf_needed(dynamic), ["libgcc_s.so.1", "libc.so.6"]);
+    }
 
     #[test]
     fn ldd_output_gives_every_resolved_library_and_the_loader() {

@@ -5,7 +5,7 @@
 //! ([`gate`]) and the cgroups they create, removed on drop ([`scratch`]); with the feature
 //! `headroomd`, headroomd in the test's process (`headroomd`); the binaries' completions and
 //! man pages checked alike ([`cli_docs`]); the tutorial's resize repeated on the real node
-//! ([`repetitions`]).
+//! ([`repetitions`]); headroom's two-platform image written as an OCI layout ([`release_image`]).
 //!
 //! A test that needs the control plane fails when it is not built: nothing here skips.
 pub mod beside;
@@ -20,6 +20,7 @@ pub mod images;
 pub mod node;
 mod pki;
 pub mod process;
+pub mod release_image;
 pub mod repetitions;
 pub mod scratch;
 mod supervisor;

@@ -40,6 +40,8 @@ const PROGRAMS: &[(&str, &str)] = &[
 const PACKAGES: &[(&str, &str)] = &[
     ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
     ("/usr/aarch64-linux-gnu/lib/libc.so.6", "libc6-dev-arm64-cross"),
+    // strip and readelf for arm64 ELF files (the image's layer, `cargo xtask image`).
+    ("aarch64-linux-gnu-readelf", "binutils-aarch64-linux-gnu"),
     ("qemu-aarch64-static", "qemu-user-static"),
 ];
 /// Where the cross libc lives (qemu-user's `-L`).

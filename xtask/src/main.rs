@@ -50,6 +50,10 @@ enum Task {
     /// (aarch64-unknown-linux-gnu) into target/aarch64-unknown-linux-gnu/release/, and check
     /// them under qemu-user (AArch64 ELF, --version, headroomd serving what headroomctl reads).
     BuildArm64,
+    /// headroom's image for linux/amd64 and linux/arm64 as one OCI index, written as an OCI
+    /// image layout to target/image/headroom-oci and checked (each platform's programs run on
+    /// the image's own libraries).
+    Image,
     /// Boot Debian's 6.1 arm64 kernel in qemu-system-aarch64 (TCG) with the arm64 headroomd:
     /// its probes attach and see a throttled cgroup (`--write-docs`: the arm64 row in
     /// docs/kernels.md).
@@ -165,6 +169,12 @@ fn main() -> Result<()> {
             run(&mut demo)
         }
         Task::Test { no_lint, no_bench } => test(&root, no_lint, no_bench),
+        Task::Image => {
+            setup::install_missing()?;
+            build_ebpf(&root)?;
+            let arm64 = arm64::cross_build(&root)?;
+            image(&root, &arm64)
+        }
         Task::Bench { names, quick } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
@@ -271,7 +281,9 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     progress("test: kernel tests in a Debian 6.1 guest (pure cgroup v2)");
     vm::kernel_tests(root, true, false)?;
     progress("test: the arm64 build, checked under qemu-user");
-    arm64::build(root)?;
+    let arm64_release = arm64::build(root)?;
+    progress("test: the two-platform image (OCI layout), checked");
+    image(root, &arm64_release)?;
     if !no_bench {
         bench(root, &[], true)?;
         progress("soak: 30 s short run");
@@ -302,6 +314,28 @@ fn cluster_demo(root: &Path, args: &[String]) -> Result<()> {
         .arg(root)
         .args(args);
     run(&mut demo)
+}
+
+/// headroom's image for both platforms (`headroom-image`, the testkit's), from the amd64
+/// release build and the arm64 cross build in `arm64_release`, into target/image/.
+fn image(root: &Path, arm64_release: &Path) -> Result<()> {
+    let node_bin = node::build(root)?;
+    // The same package set as `bench`, so features unify the same way and nothing rebuilds.
+    cargo(root, &["build", "--release", "--workspace", "--bins"])?;
+    let release = root.join("target/release");
+    let mut cmd = Command::new(release.join("headroom-image"));
+    cmd.current_dir(root)
+        .arg("--crane")
+        .arg(node_bin.join("crane"))
+        .arg("--amd64")
+        .arg(&release)
+        .arg("--arm64")
+        .arg(arm64_release)
+        .arg("--workspace")
+        .arg(root)
+        .arg("--out")
+        .arg(root.join("target/image"));
+    run(&mut cmd)
 }
 
 /// Builds in release and runs `target/release/soak ARGS --out target/bench`.
