@@ -69,7 +69,16 @@ pub const HEADROOM: ImageSpec<'static> = ImageSpec {
     user: "65532:65532",
     labels: &[
         ("org.opencontainers.image.title", "headroom"),
+        (
+            "org.opencontainers.image.description",
+            "headroomd + headroom-shim: live node headroom and preemption for Deferred in-place Pod resizes",
+        ),
         ("org.opencontainers.image.licenses", "MIT OR Apache-2.0"),
+        (
+            "org.opencontainers.image.source",
+            "https://example.invalid/headroom",
+        ),
+        ("org.opencontainers.image.version", "0.1.0"),
     ],
 };
 
@@ -354,7 +363,13 @@ pub fn busybox_layer(dir: &Path) -> Result<PathBuf, NodeError> {
 
 /// Pushes `layer` as `registry/spec.repository` for linux/amd64, with its entrypoint and command.
 pub fn push(crane: &Path, registry: &str, layer: &Path, spec: &ImageSpec<'_>) -> Result<(), NodeError> {
-    push_for(Platform::Amd64, crane, &format!("{registry}/{}", spec.repository), layer, spec)
+    push_for(
+        Platform::Amd64,
+        crane,
+        &format!("{registry}/{}", spec.repository),
+        layer,
+        spec,
+    )
 }
 
 /// Pushes `layer` as `reference`, an image for `platform`, with `spec`'s entrypoint, command,
@@ -416,13 +431,42 @@ pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The image written here and the one Containerfile builds carry the same user, entrypoint
+    /// and labels.
+    #[test]
+    fn the_headroom_image_matches_containerfile() {
+        let containerfile =
+            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Containerfile")).unwrap();
+        for (key, value) in HEADROOM.labels {
+            assert!(
+                containerfile.contains(&format!("{key}=\"{value}\"")),
+                "Containerfile lacks the label {key}=\"{value}\""
+            );
+        }
+        assert!(containerfile.contains(&format!("USER {}", HEADROOM.user)));
+        assert!(containerfile.contains(&format!(
+            "ENTRYPOINT [\"{}\"]",
+            HEADROOM.entrypoint.join("\", \"")
+        )));
+        let version =
+            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")).unwrap();
+        assert!(
+            version.contains("version = \"0.1.0\""),
+            "the workspace version moved: update the image's"
+        );
+    }
 
     #[test]
     fn readelf_output_gives_the_interpreter_and_the_needed_libraries() {
         let headers = "  INTERP         0x000238 0x0000000000000238 0x0000000000000238 0x00001b 0x00001b R   0x1\n      [Requesting program interpreter: /lib/ld-linux-aarch64.so.1]\n  LOAD ...\n";
-        assert_eq!(elf_interpreter(headers).as_deref(), Some("/lib/ld-linux-aarch64.so.1"));
+        assert_eq!(
+            elf_interpreter(headers).as_deref(),
+            Some("/lib/ld-linux-aarch64.so.1")
+        );
         assert_eq!(elf_interpreter("  LOAD only\n"), None);
         let dynamic = " 0x0000000000000001 (NEEDED)             Shared library: [libgcc_s.so.1]\n 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]\n 0x000000000000000e (SONAME)             Library soname: [libfoo.so]\n";
         assert_eq!(elf_needed(dynamic), ["libgcc_s.so.1", "libc.so.6"]);

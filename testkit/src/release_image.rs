@@ -60,7 +60,12 @@ pub struct Binaries<'a> {
 
 /// Builds both images, joins them in an index, checks it, and writes it as an OCI layout to
 /// `out/headroom-oci` (replacing an earlier one).
-pub fn build(crane: &Path, binaries: &Binaries<'_>, workspace: &Path, out: &Path) -> Result<ReleaseImage, NodeError> {
+pub fn build(
+    crane: &Path,
+    binaries: &Binaries<'_>,
+    workspace: &Path,
+    out: &Path,
+) -> Result<ReleaseImage, NodeError> {
     let work = out.join("work");
     if work.exists() {
         fs::remove_dir_all(&work).map_err(io(format!("clear {}", work.display())))?;
@@ -99,7 +104,11 @@ pub fn build(crane: &Path, binaries: &Binaries<'_>, workspace: &Path, out: &Path
     let listed = index_platforms(&manifest)?;
     let mut built = Vec::new();
     for platform in Platform::ALL {
-        let Some(digest) = listed.iter().find(|(p, _)| *p == platform.oci()).map(|(_, d)| d.clone()) else {
+        let Some(digest) = listed
+            .iter()
+            .find(|(p, _)| *p == platform.oci())
+            .map(|(_, d)| d.clone())
+        else {
             return Err(failed(
                 "the index",
                 format!("has no {} image; it lists {listed:?}", platform.oci()),
@@ -137,9 +146,10 @@ pub fn build(crane: &Path, binaries: &Binaries<'_>, workspace: &Path, out: &Path
     let written: Value = json(
         &fs::read_to_string(layout.join("index.json")).map_err(io("read the layout's index.json".into()))?,
     )?;
-    let holds_index = written["manifests"]
-        .as_array()
-        .is_some_and(|m| m.iter().any(|d| d["digest"].as_str() == Some(index_digest.as_str())));
+    let holds_index = written["manifests"].as_array().is_some_and(|m| {
+        m.iter()
+            .any(|d| d["digest"].as_str() == Some(index_digest.as_str()))
+    });
     if !holds_index {
         return Err(failed(
             "the OCI layout",
@@ -159,7 +169,10 @@ pub fn build(crane: &Path, binaries: &Binaries<'_>, workspace: &Path, out: &Path
 pub fn index_platforms(index: &Value) -> Result<Vec<(String, String)>, NodeError> {
     let media = index["mediaType"].as_str().unwrap_or_default();
     if !media.ends_with("image.index.v1+json") && !media.ends_with("manifest.list.v2+json") {
-        return Err(failed("the index", format!("is not an image index (mediaType {media:?})")));
+        return Err(failed(
+            "the index",
+            format!("is not an image index (mediaType {media:?})"),
+        ));
     }
     Ok(index["manifests"]
         .as_array()
@@ -221,7 +234,10 @@ fn check_rootfs(platform: Platform, rootfs: &Path) -> Result<Vec<String>, NodeEr
             }
         };
         run.arg("--version").env_clear();
-        let printed = output(&mut run, &format!("{program} --version in the {} image", platform.oci()))?;
+        let printed = output(
+            &mut run,
+            &format!("{program} --version in the {} image", platform.oci()),
+        )?;
         let first = printed.lines().next().unwrap_or_default().to_string();
         if !first.starts_with(program) {
             return Err(failed(
@@ -252,10 +268,12 @@ impl Registry {
     fn start(crane: &Path, work: &Path) -> Result<Self, NodeError> {
         let port = crate::supervisor::free_port().map_err(io("find a free port".into()))?;
         let address = format!("127.0.0.1:{port}");
+        let storage = work.join("registry");
+        fs::create_dir_all(&storage).map_err(io(format!("create {}", storage.display())))?;
         let log = fs::File::create(work.join("registry.log")).map_err(io("create registry.log".into()))?;
         let child = Command::new(crane)
             .args(["registry", "serve", "--address", &address, "--disk"])
-            .arg(work.join("registry"))
+            .arg(&storage)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -313,6 +331,7 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> NodeError {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

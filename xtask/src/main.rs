@@ -35,7 +35,12 @@ enum Task {
     BuildEbpf,
     /// Set up, build the probes, then build every binary in release mode and their man pages
     /// (target/man/).
-    Build,
+    Build {
+        /// Only what the image holds (headroomd, headroom-shim, headroomctl), with only the build's
+        /// own tools (rust-src, bpf-linker): Containerfile's lean build stage, no test packages.
+        #[arg(long)]
+        image_programs: bool,
+    },
     /// Build the binaries and write their man pages (NAME.1, NAME-SUBCOMMAND.1) into target/man/.
     Man,
     /// Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and the
@@ -147,7 +152,31 @@ fn main() -> Result<()> {
         Task::BuildHelm => helm::build(&root).map(drop),
         Task::BuildArm64 => arm64::build(&root).map(drop),
         Task::VmArm64 { write_docs } => arm64::vm_arm64(&root, write_docs),
-        Task::Build => {
+        Task::Build { image_programs } if image_programs => {
+            setup::build_tools()?;
+            build_ebpf(&root)?;
+            cargo(
+                &root,
+                &[
+                    "build",
+                    "--release",
+                    "--locked",
+                    "-p",
+                    "headroom-daemon",
+                    "--bin",
+                    "headroomd",
+                    "-p",
+                    "headroom-shim",
+                    "--bin",
+                    "headroom-shim",
+                    "-p",
+                    "headroom-client",
+                    "--bin",
+                    "headroomctl",
+                ],
+            )
+        }
+        Task::Build { .. } => {
             setup::install_missing()?;
             build_ebpf(&root)?;
             cargo(&root, &["build", "--release", "--workspace", "--bins"])?;

@@ -30,11 +30,17 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
 pub(crate) fn install_missing() -> Result<()> {
-    rust_src()?;
-    bpf_linker()?;
+    build_tools()?;
     debian_packages()?;
     python_grpc()?;
     Ok(())
+}
+
+/// Only what building the probes and the binaries needs (no test packages): rust-src for
+/// `-Z build-std=core`, bpf-linker.
+pub(crate) fn build_tools() -> Result<()> {
+    rust_src()?;
+    bpf_linker()
 }
 
 pub(crate) fn cargo_home() -> PathBuf {

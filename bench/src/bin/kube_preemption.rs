@@ -255,7 +255,10 @@ fn disruption_target(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "DisruptionTarget" && c.status == "True"))
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+        })
 }
 
 async fn clean_up(client: &kube::Client, rep: usize) -> Result<()> {

@@ -31,7 +31,8 @@ fn main() -> ExitCode {
         };
         *slot = Some(PathBuf::from(value));
     }
-    let (Some(crane), Some(amd64), Some(arm64), Some(workspace), Some(out)) = (crane, amd64, arm64, workspace, out)
+    let (Some(crane), Some(amd64), Some(arm64), Some(workspace), Some(out)) =
+        (crane, amd64, arm64, workspace, out)
     else {
         eprintln!("headroom-image: --crane, --amd64, --arm64, --workspace and --out are all needed");
         return ExitCode::from(2);
