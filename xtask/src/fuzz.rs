@@ -1,10 +1,11 @@
 //! `cargo xtask fuzz`: builds the `fuzz/` targets with cargo-fuzz and runs each for a bounded time.
 //!
 //! cargo-fuzz passes `-Z` flags to rustc; on the stable toolchain this project pins, they are
-//! enabled with `RUSTC_BOOTSTRAP=1` (as `build-ebpf` does for `-Z build-std`). The address
-//! sanitizer runtime is not part of a stable toolchain's sysroot, so the targets are built with
-//! `--sanitizer none`: libFuzzer's coverage guidance, panics and Rust's own checks (debug
-//! assertions, overflow checks, bounds checks) still apply, and the crates fuzzed are safe Rust.
+//! enabled with `RUSTC_BOOTSTRAP=1` (as `build-ebpf` does for `-Z build-std`). The targets are
+//! built with AddressSanitizer: stable rustup toolchains ship its runtime for
+//! x86_64-unknown-linux-gnu (`librustc-stable_rt.asan.a` in the sysroot), so besides libFuzzer's
+//! coverage guidance, panics and Rust's own checks, an out-of-bounds or use-after-free in any
+//! `unsafe` or C code the fuzzed crates reach is caught too.
 use std::{
     io::{BufRead as _, BufReader},
     path::Path,
@@ -123,8 +124,8 @@ pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64, plateau: Option<
         names.iter().map(String::as_str).collect()
     };
     install_cargo_fuzz()?;
-    progress("fuzz: cargo fuzz build --sanitizer none (stable rustc, RUSTC_BOOTSTRAP=1)");
-    run(cargo_fuzz(root).args(["fuzz", "build", "--sanitizer", "none"]))?;
+    progress("fuzz: cargo fuzz build --sanitizer address (stable rustc, RUSTC_BOOTSTRAP=1)");
+    run(cargo_fuzz(root).args(["fuzz", "build", "--sanitizer", "address"]))?;
     // The built binaries are run directly: `cargo fuzz run` would rebuild first, and the work
     // tree may have changed since the build (other crates being edited).
     let host = String::from_utf8(Command::new("rustc").arg("-vV").output()?.stdout)?
