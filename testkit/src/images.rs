@@ -187,22 +187,19 @@ pub fn headroom_layer_for(
                 .arg(&source),
             &format!("strip {program} ({}) into the image", platform.arch()),
         )?;
-        match platform {
-            Platform::Amd64 => {
-                let output = Command::new("ldd")
-                    .arg(&source)
-                    .output()
-                    .map_err(io(format!("ldd {program}")))?;
-                for path in ldd_paths(&String::from_utf8_lossy(&output.stdout)) {
-                    libraries.insert((path.clone(), path));
-                }
-            }
-            Platform::Arm64 => {
-                for found in arm64_libraries(&source)? {
-                    libraries.insert(found);
-                }
+        if platform == Platform::Amd64 {
+            let output = Command::new("ldd")
+                .arg(&source)
+                .output()
+                .map_err(io(format!("ldd {program}")))?;
+            for path in ldd_paths(&String::from_utf8_lossy(&output.stdout)) {
+                libraries.insert((path.clone(), path));
             }
         }
+    }
+    if platform == Platform::Arm64 {
+        let programs: Vec<PathBuf> = HEADROOM_PROGRAMS.iter().map(|p| release.join(p)).collect();
+        libraries.extend(arm64_libraries(&programs)?);
     }
     for (in_image, library) in &libraries {
         let target = rootfs.join(in_image.strip_prefix("/").unwrap_or(in_image));
@@ -229,53 +226,57 @@ pub fn headroom_layer_for(
     Ok(layer)
 }
 
-/// An arm64 binary's shared libraries, as (path in the image, file on this machine): its
-/// interpreter and the closure of `NEEDED`, found in [`ARM64_SYSROOT_LIB`].
-fn arm64_libraries(binary: &Path) -> Result<Vec<(PathBuf, PathBuf)>, NodeError> {
-    let readelf = |args: &[&str], file: &Path| -> Result<String, NodeError> {
-        let output = Command::new(Platform::Arm64.binutil("readelf"))
-            .args(args)
-            .arg(file)
-            .output()
-            .map_err(|source| NodeError::Io {
-                what: format!("readelf {}", file.display()),
-                source,
-            })?;
-        if !output.status.success() {
-            return Err(NodeError::Command {
-                what: format!("readelf {}", file.display()),
-                status: output.status.to_string(),
-                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+/// arm64 binaries' shared libraries, as (path in the image, file on this machine): their
+/// interpreter and the closure of `NEEDED`, found in [`ARM64_SYSROOT_LIB`], each read once. The
+/// interpreter is not copied a second time where libc names it: the loader is already loaded
+/// under that name.
+fn arm64_libraries(binaries: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, NodeError> {
+    let readelf = |what: &str, file: &Path| {
+        stdout_of(
+            Command::new(Platform::Arm64.binutil("readelf"))
+                .args([what, "--wide"])
+                .arg(file),
+            &format!("readelf {what} {}", file.display()),
+        )
     };
     let sysroot = Path::new(ARM64_SYSROOT_LIB);
     let mut found = Vec::new();
-    let interpreter = elf_interpreter(&readelf(&["--program-headers", "--wide"], binary)?);
-    if let Some(interpreter) = interpreter {
-        let name = Path::new(&interpreter)
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        found.push((PathBuf::from(&interpreter), sysroot.join(name)));
-    }
-    let mut queue = elf_needed(&readelf(&["--dynamic", "--wide"], binary)?);
     let mut seen = std::collections::BTreeSet::new();
-    while let Some(name) = queue.pop() {
+    let mut queue = Vec::new();
+    for binary in binaries {
+        if let Some(interpreter) = elf_interpreter(&readelf("--program-headers", binary)?) {
+            let name = Path::new(&interpreter)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if seen.insert(name.clone()) {
+                found.push((PathBuf::from(&interpreter), sysroot.join(name)));
+            }
+        }
+        queue.extend(
+            elf_needed(&readelf("--dynamic", binary)?)
+                .into_iter()
+                .map(|name| (name, binary.clone())),
+        );
+    }
+    while let Some((name, needed_by)) = queue.pop() {
         if !seen.insert(name.clone()) {
             continue;
         }
         let file = sysroot.join(&name);
         if !file.is_file() {
             return Err(NodeError::Missing {
-                what: format!("arm64 library {name} (needed by {})", binary.display()),
+                what: format!("arm64 library {name} (needed by {})", needed_by.display()),
                 path: file,
                 how: "apt-get install libc6-arm64-cross libgcc-s1-arm64-cross (cargo xtask build-arm64 does)"
                     .to_string(),
             });
         }
-        queue.extend(elf_needed(&readelf(&["--dynamic", "--wide"], &file)?));
+        queue.extend(
+            elf_needed(&readelf("--dynamic", &file)?)
+                .into_iter()
+                .map(|next| (next, file.clone())),
+        );
         found.push((Path::new("/lib/aarch64-linux-gnu").join(&name), file));
     }
     Ok(found)
@@ -415,12 +416,17 @@ pub fn push_for(
 }
 
 pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
+    stdout_of(cmd, what).map(drop)
+}
+
+/// Runs `cmd`; its standard output, or an error with its status and standard error.
+pub(crate) fn stdout_of(cmd: &mut Command, what: &str) -> Result<String, NodeError> {
     let output = cmd.output().map_err(|source| NodeError::Io {
         what: what.to_string(),
         source,
     })?;
     if output.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
         Err(NodeError::Command {
             what: what.to_string(),
@@ -428,6 +434,15 @@ pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), NodeError> {
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
     }
+}
+
+/// crane's registry serving on `address` (`127.0.0.1:PORT`), its blobs in `storage`: the node's
+/// mirror and the image build's scratch registry.
+pub(crate) fn registry_serve(crane: &Path, address: &str, storage: &Path) -> Command {
+    let mut cmd = Command::new(crane);
+    cmd.args(["registry", "serve", "--address", address, "--disk"])
+        .arg(storage);
+    cmd
 }
 
 #[cfg(test)]
@@ -452,11 +467,22 @@ mod tests {
             "ENTRYPOINT [\"{}\"]",
             HEADROOM.entrypoint.join("\", \"")
         )));
-        let version =
-            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")).unwrap();
+        // The image's tag and version label follow the workspace's version.
+        let version = env!("CARGO_PKG_VERSION");
         assert!(
-            version.contains("version = \"0.1.0\""),
-            "the workspace version moved: update the image's"
+            HEADROOM.repository.ends_with(&format!(":{version}")),
+            "{}",
+            HEADROOM.repository
+        );
+        assert!(
+            HEADROOM_REFERENCE.ends_with(&format!(":{version}")),
+            "{HEADROOM_REFERENCE}"
+        );
+        assert!(
+            HEADROOM
+                .labels
+                .contains(&("org.opencontainers.image.version", version)),
+            "the version label is not {version}"
         );
     }
 

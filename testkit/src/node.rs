@@ -338,11 +338,11 @@ impl Node {
         let port = free_port()?;
         let storage = self.dir.path().join("registry");
         fs::create_dir_all(&storage).map_err(io("create the registry's folder"))?;
-        let mut cmd = Command::new(self.node_bin.join("crane"));
-        cmd.args(["registry", "serve", "--address"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--disk")
-            .arg(&storage);
+        let mut cmd = images::registry_serve(
+            &self.node_bin.join("crane"),
+            &format!("127.0.0.1:{port}"),
+            &storage,
+        );
         self.spawn("registry", &mut cmd)?;
         self.registry = format!("127.0.0.1:{port}");
         let address = self.registry.clone();

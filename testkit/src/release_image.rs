@@ -23,14 +23,10 @@ use std::{
 use serde_json::Value;
 
 use crate::{
-    images::{self, HEADROOM, HEADROOM_PROGRAMS, Platform},
+    images::{self, HEADROOM, HEADROOM_PROGRAMS, Platform, stdout_of},
     node::NodeError,
     process::TerminatedOnDrop,
 };
-
-/// The tag the index gets (the DaemonSet's `example.invalid/headroom/headroom:0.1.0`).
-pub const REPOSITORY: &str = "headroom/headroom";
-pub const TAG: &str = "0.1.0";
 
 /// What was built, per platform.
 #[derive(Debug)]
@@ -72,7 +68,8 @@ pub fn build(
     }
     fs::create_dir_all(&work).map_err(io(format!("create {}", work.display())))?;
     let registry = Registry::start(crane, &work)?;
-    let index_ref = format!("{}/{REPOSITORY}:{TAG}", registry.address);
+    // Tagged as the DaemonSet names it (`example.invalid/headroom/headroom:0.1.0`).
+    let index_ref = format!("{}/{}", registry.address, HEADROOM.repository);
     let mut platform_refs = Vec::new();
     for platform in Platform::ALL {
         let release = match platform {
@@ -89,13 +86,13 @@ pub fn build(
     for reference in &platform_refs {
         index.args(["-m", reference]);
     }
-    output(&mut index, "crane index append")?;
+    stdout_of(&mut index, "crane index append")?;
 
-    let manifest: Value = json(&output(
+    let manifest: Value = json(&stdout_of(
         Command::new(crane).args(["manifest", "--insecure", &index_ref]),
         "crane manifest (the index)",
     )?)?;
-    let index_digest = output(
+    let index_digest = stdout_of(
         Command::new(crane).args(["digest", "--insecure", &index_ref]),
         "crane digest (the index)",
     )?
@@ -114,7 +111,7 @@ pub fn build(
                 format!("has no {} image; it lists {listed:?}", platform.oci()),
             ));
         };
-        let image: Value = json(&output(
+        let image: Value = json(&stdout_of(
             Command::new(crane).args(["manifest", "--insecure", &format!("{index_ref}@{digest}")]),
             "crane manifest (an image)",
         )?)?;
@@ -137,7 +134,7 @@ pub fn build(
     if layout.exists() {
         fs::remove_dir_all(&layout).map_err(io(format!("clear {}", layout.display())))?;
     }
-    output(
+    stdout_of(
         Command::new(crane)
             .args(["pull", "--insecure", "--format", "oci", &index_ref])
             .arg(&layout),
@@ -193,13 +190,13 @@ pub fn index_platforms(index: &Value) -> Result<Vec<(String, String)>, NodeError
 fn export(crane: &Path, index_ref: &str, platform: Platform, rootfs: &Path) -> Result<(), NodeError> {
     fs::create_dir_all(rootfs).map_err(io(format!("create {}", rootfs.display())))?;
     let tarball = rootfs.with_extension("tar");
-    output(
+    stdout_of(
         Command::new(crane)
             .args(["export", "--insecure", "--platform", platform.oci(), index_ref])
             .arg(&tarball),
         &format!("crane export --platform {}", platform.oci()),
     )?;
-    output(
+    stdout_of(
         Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(rootfs),
         "unpack the exported image",
     )?;
@@ -234,7 +231,7 @@ fn check_rootfs(platform: Platform, rootfs: &Path) -> Result<Vec<String>, NodeEr
             }
         };
         run.arg("--version").env_clear();
-        let printed = output(
+        let printed = stdout_of(
             &mut run,
             &format!("{program} --version in the {} image", platform.oci()),
         )?;
@@ -271,9 +268,7 @@ impl Registry {
         let storage = work.join("registry");
         fs::create_dir_all(&storage).map_err(io(format!("create {}", storage.display())))?;
         let log = fs::File::create(work.join("registry.log")).map_err(io("create registry.log".into()))?;
-        let child = Command::new(crane)
-            .args(["registry", "serve", "--address", &address, "--disk"])
-            .arg(&storage)
+        let child = images::registry_serve(crane, &address, &storage)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -296,22 +291,6 @@ impl Registry {
             _process: process,
         })
     }
-}
-
-fn output(cmd: &mut Command, what: &str) -> Result<String, NodeError> {
-    let out = cmd.output().map_err(io(what.to_string()))?;
-    if !out.status.success() {
-        return Err(NodeError::Command {
-            what: what.to_string(),
-            status: out.status.to_string(),
-            stderr: format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn json(text: &str) -> Result<Value, NodeError> {

@@ -199,8 +199,7 @@ fn main() -> Result<()> {
         }
         Task::Test { no_lint, no_bench } => test(&root, no_lint, no_bench),
         Task::Image => {
-            setup::install_missing()?;
-            build_ebpf(&root)?;
+            // The cross build sets up and builds the probes first.
             let arm64 = arm64::cross_build(&root)?;
             image(&root, &arm64)
         }

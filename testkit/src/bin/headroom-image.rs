@@ -4,7 +4,10 @@
 //!     headroom-image --crane PATH --amd64 DIR --arm64 DIR --workspace DIR --out DIR
 use std::{path::PathBuf, process::ExitCode};
 
-use headroom_testkit::release_image::{self, Binaries};
+use headroom_testkit::{
+    images,
+    release_image::{self, Binaries},
+};
 
 fn main() -> ExitCode {
     let mut crane = None;
@@ -44,9 +47,8 @@ fn main() -> ExitCode {
     match release_image::build(&crane, &binaries, &workspace, &out) {
         Ok(image) => {
             println!(
-                "headroom-image: {}:{} index {} written as an OCI layout at {}",
-                release_image::REPOSITORY,
-                release_image::TAG,
+                "headroom-image: {} index {} written as an OCI layout at {}",
+                images::HEADROOM.repository,
                 image.index_digest,
                 image.layout.display()
             );
