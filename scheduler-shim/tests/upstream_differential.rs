@@ -357,6 +357,23 @@ fn defer_resizes(plane: &ControlPlane, scenario: &Scenario, ns: &str) {
         plane
             .kubectl_ok(&["delete", "pod", p.name, "-n", ns, "--wait=false"])
             .unwrap();
+        // Still there, terminating: otherwise the scenario would test a node with room free.
+        let stamp = plane
+            .kubectl_ok(&[
+                "get",
+                "pod",
+                p.name,
+                "-n",
+                ns,
+                "-o",
+                "jsonpath={.metadata.deletionTimestamp}",
+            ])
+            .unwrap();
+        assert!(
+            !stamp.trim().is_empty(),
+            "{ns}/{} is not terminating after its delete",
+            p.name
+        );
     }
     for p in scenario.pods.iter().filter(|p| p.deferred_from.is_some()) {
         let patch = serde_json::json!({"status": {"conditions": pod_conditions(p.started, true)}});
