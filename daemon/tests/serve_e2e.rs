@@ -441,9 +441,18 @@ async fn reservations_outlive_a_headroomd_crash() {
         })
         .await
         .unwrap();
-    assert!(
-        !intents.join("reservations.json").exists(),
-        "an empty ledger leaves no file"
+    // Released: what a restart reads back is an empty ledger.
+    let file = headroomd::pipeline::reservations_file::ReservationsFile::new(
+        intents.join(headroomd::pipeline::reservations_file::RESERVATIONS_FILE),
+    );
+    let mut back = headroom_node_model::ReservationLedger::new();
+    let restored = file
+        .load(&mut back, std::time::Instant::now(), std::time::SystemTime::now())
+        .unwrap();
+    assert_eq!(
+        (restored.kept, back.len()),
+        (0, 0),
+        "the released reservation is still on disk"
     );
     drop(container);
     drop(pod);

@@ -1,6 +1,6 @@
 //! The files headroomd reads back after a crash, as a crash, a full disk or a hostile local user
 //! could leave them: an intent record (`<uid>.intent`) and the reservation ledger
-//! (`reservations.json`). Never a panic; a file is taken whole or refused whole.
+//! (`reservations.ledger`, and the `reservations.json` an earlier headroomd left). Never a panic; a file is taken whole or refused whole.
 #![no_main]
 
 use std::{
@@ -11,7 +11,7 @@ use std::{
 
 use headroom_actuator::intent::IntentLog;
 use headroom_node_model::ReservationLedger;
-use headroomd::pipeline::reservations_file::{RESERVATIONS_FILE, ReservationsFile};
+use headroomd::pipeline::reservations_file::{LEGACY_RESERVATIONS_FILE, RESERVATIONS_FILE, ReservationsFile};
 use libfuzzer_sys::fuzz_target;
 
 fn dir() -> &'static PathBuf {
@@ -45,12 +45,18 @@ fuzz_target!(|data: &[u8]| {
         let _ = std::fs::remove_file(&record);
     } else {
         let file = ReservationsFile::new(dir.join(RESERVATIONS_FILE));
-        std::fs::write(file.path(), rest).expect("write ledger");
+        // Odd selectors below 128 write the ledger file, the others the earlier JSON file.
+        let written = if selector < 128 {
+            file.path().to_path_buf()
+        } else {
+            dir.join(LEGACY_RESERVATIONS_FILE)
+        };
+        std::fs::write(&written, rest).expect("write ledger");
         let mut ledger = ReservationLedger::new();
         match file.load(&mut ledger, Instant::now(), SystemTime::now()) {
             Ok(restored) => assert_eq!(restored.kept, ledger.len()),
             Err(_) => assert!(ledger.is_empty(), "a refused file left reservations behind"),
         }
-        let _ = std::fs::remove_file(file.path());
+        let _ = std::fs::remove_file(&written);
     }
 });

@@ -103,16 +103,35 @@ pub(crate) fn coverage(line: &str) -> Option<Coverage> {
 struct Reached {
     target: String,
     last: Coverage,
-    /// When coverage (cov or features) last grew, from the start.
+    /// When coverage (cov or features) last grew, in the target's own CPU time.
     grew_at: Duration,
+    /// Its CPU time in all.
+    cpu: Duration,
     ran: Duration,
     plateau: bool,
 }
 
+/// How the targets share the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Priority {
+    /// As any other process.
+    Normal,
+    /// `SCHED_IDLE` (`chrt --idle 0`): only CPU time nothing else wants, so that benchmarks and
+    /// builds beside a long run keep their latency.
+    Background,
+}
+
 /// Builds every target, then runs each (or those named) for `seconds`; with `plateau`, a target
-/// stops early once neither its coverage nor its features grew for that long, and a table of
-/// what each reached is printed (and written to target/fuzz-plateau.md).
-pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64, plateau: Option<u64>) -> Result<()> {
+/// stops early once neither its coverage nor its features grew for that much of its own CPU
+/// time (wall time would count the time a busy machine kept it waiting), and a table of what
+/// each reached is printed (and written to target/fuzz-plateau.md).
+pub(crate) fn fuzz(
+    root: &Path,
+    names: &[String],
+    seconds: u64,
+    plateau: Option<u64>,
+    priority: Priority,
+) -> Result<()> {
     for name in names {
         if !TARGETS.contains(&name.as_str()) {
             bail!("unknown fuzz target `{name}`; known: {}", TARGETS.join(", "));
@@ -140,7 +159,15 @@ pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64, plateau: Option<
         let artifacts = root.join("fuzz/artifacts").join(target);
         std::fs::create_dir_all(&artifacts)?;
         progress(&format!("fuzz: {target} for {seconds} s"));
-        let mut cmd = Command::new(bin_dir.join(target));
+        let mut cmd = match priority {
+            Priority::Normal => Command::new(bin_dir.join(target)),
+            Priority::Background => {
+                // chrt execs the target: the child's pid stays the target's.
+                let mut cmd = Command::new("chrt");
+                cmd.args(["--idle", "0"]).arg(bin_dir.join(target));
+                cmd
+            }
+        };
         cmd.current_dir(root)
             .arg(format!("-artifact_prefix={}/", artifacts.display()))
             .arg(format!("-max_total_time={seconds}"))
@@ -163,13 +190,14 @@ pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64, plateau: Option<
     progress("fuzz: no target found a crash");
     if !reached.is_empty() {
         let mut table = String::from(
-            "| target | ran | coverage last grew at | cov | ft | corpus (libFuzzer) | plateau |\n|---|---|---|---|---|---|---|\n",
+            "| target | ran (wall) | on CPU | coverage last grew at (CPU) | cov | ft | corpus (libFuzzer) | plateau |\n|---|---|---|---|---|---|---|---|\n",
         );
         for r in &reached {
             table.push_str(&format!(
-                "| `{}` | {} s | {} s | {} | {} | {} | {} |\n",
+                "| `{}` | {} s | {} s | {} s | {} | {} | {} | {} |\n",
                 r.target,
                 r.ran.as_secs(),
+                r.cpu.as_secs(),
                 r.grew_at.as_secs(),
                 r.last.cov,
                 r.last.ft,
@@ -184,13 +212,17 @@ pub(crate) fn fuzz(root: &Path, names: &[String], seconds: u64, plateau: Option<
 }
 
 /// Runs one target, reading libFuzzer's status lines, until its coverage has not grown for
-/// `quiet` (SIGINT: libFuzzer then exits cleanly) or it stops by itself (time limit, crash).
+/// `quiet` of its CPU time (SIGINT: libFuzzer then exits cleanly) or it stops by itself (time
+/// limit, crash).
 fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reached> {
     let started = Instant::now();
     let mut child = cmd
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("start {target}"))?;
+    let schedstat = format!("/proc/{}/schedstat", child.id());
+    // The last CPU time read: the process's entry goes when it exits.
+    let mut cpu = Duration::ZERO;
     let stderr = child.stderr.take().context("libFuzzer's stderr")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -203,11 +235,18 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
     let (mut last, mut grew_at, mut plateau) = (Coverage::default(), Duration::ZERO, false);
     let mut tail: Vec<String> = Vec::new();
     loop {
+        if let Some(now) = std::fs::read_to_string(&schedstat)
+            .ok()
+            .as_deref()
+            .and_then(cpu_time)
+        {
+            cpu = now;
+        }
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(line) => {
                 if let Some(c) = coverage(&line) {
                     if c.cov > last.cov || c.ft > last.ft {
-                        grew_at = started.elapsed();
+                        grew_at = cpu;
                     }
                     last = c;
                 }
@@ -219,7 +258,7 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if !plateau && last.cov > 0 && started.elapsed().saturating_sub(grew_at) >= quiet {
+        if !plateau && last.cov > 0 && cpu.saturating_sub(grew_at) >= quiet {
             plateau = true;
             let _ = Command::new("kill")
                 .args(["-INT", &child.id().to_string()])
@@ -232,11 +271,12 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
     }
     let ran = started.elapsed();
     progress(&format!(
-        "fuzz: {target}: cov {} ft {} corpus {} after {} s; coverage last grew at {} s{}",
+        "fuzz: {target}: cov {} ft {} corpus {} after {} s ({} s on CPU); coverage last grew at {} s on CPU{}",
         last.cov,
         last.ft,
         last.corpus,
         ran.as_secs(),
+        cpu.as_secs(),
         grew_at.as_secs(),
         if plateau { " (plateau)" } else { "" }
     ));
@@ -244,9 +284,21 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
         target: target.to_string(),
         last,
         grew_at,
+        cpu,
         ran,
         plateau,
     })
+}
+
+/// The CPU time in `/proc/<pid>/schedstat` (its first field, in nanoseconds). libFuzzer runs
+/// the inputs on its main thread, so the process's main task is where the work shows.
+fn cpu_time(schedstat: &str) -> Option<Duration> {
+    schedstat
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .map(Duration::from_nanos)
 }
 
 #[cfg(test)]
@@ -273,6 +325,11 @@ mod tests {
             Some(77)
         );
         assert_eq!(coverage("INFO: Seed: 1234"), None);
+        assert_eq!(
+            cpu_time("370634052273 546159640543 298093\n"),
+            Some(Duration::from_nanos(370_634_052_273))
+        );
+        assert_eq!(cpu_time(""), None);
         assert_eq!(coverage("#2\tINITED exec/s: 0 rss: 30Mb"), None);
     }
 }

@@ -103,10 +103,14 @@ enum Task {
         /// Seconds per target (at most, with --plateau).
         #[arg(long, default_value_t = 30)]
         seconds: u64,
-        /// Stop a target once its coverage has not grown for this many seconds, and print (and
-        /// write to target/fuzz-plateau.md) what each reached.
+        /// Stop a target once its coverage has not grown for this many seconds of its CPU
+        /// time, and print (and write to target/fuzz-plateau.md) what each reached.
         #[arg(long, value_name = "SECONDS")]
         plateau: Option<u64>,
+        /// Run the targets as SCHED_IDLE (`chrt --idle 0`): they take only CPU nothing else
+        /// wants, so a long run can go on beside builds and benchmarks.
+        #[arg(long)]
+        background: bool,
     },
     /// The kernel tests on the host and in a qemu guest with Debian's 6.1 kernel and pure
     /// cgroup v2; writes the kernel support table to target/kernels/kernels.md.
@@ -212,7 +216,18 @@ fn main() -> Result<()> {
             targets,
             seconds,
             plateau,
-        } => fuzz::fuzz(&root, &targets, seconds, plateau),
+            background,
+        } => fuzz::fuzz(
+            &root,
+            &targets,
+            seconds,
+            plateau,
+            if background {
+                fuzz::Priority::Background
+            } else {
+                fuzz::Priority::Normal
+            },
+        ),
         Task::VmTest {
             write_docs,
             guest_only,

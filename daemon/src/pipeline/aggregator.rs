@@ -210,7 +210,7 @@ pub(crate) struct Aggregator {
 
 /// Takes back the reservations a previous headroomd made. A file that cannot be read is set
 /// aside with a WARN (the daemon still starts: refusing would take the node's agent down with it).
-fn restore_ledger(file: &ReservationsFile, ledger: &mut ReservationLedger, now: Instant) {
+fn restore_ledger(file: &mut ReservationsFile, ledger: &mut ReservationLedger, now: Instant) {
     match file.load(ledger, now, SystemTime::now()) {
         Ok(restored) => {
             if restored.kept > 0 {
@@ -243,9 +243,9 @@ impl Aggregator {
         let now = Instant::now();
         let pods = pod_source.pods();
         let allocated = sum_requests(&pods);
-        let reservations_file = config.reservations_file.clone().map(ReservationsFile::new);
+        let mut reservations_file = config.reservations_file.clone().map(ReservationsFile::new);
         let mut ledger = ReservationLedger::new();
-        if let Some(file) = &reservations_file {
+        if let Some(file) = &mut reservations_file {
             restore_ledger(file, &mut ledger, now);
         }
         Self {
@@ -665,8 +665,8 @@ impl Aggregator {
     }
 
     /// Writes the ledger to its file, if it has one.
-    fn save_ledger(&self) -> Result<(), ReservationsFileError> {
-        match &self.reservations_file {
+    fn save_ledger(&mut self) -> Result<(), ReservationsFileError> {
+        match &mut self.reservations_file {
             Some(file) => file.save(&self.ledger, |at| self.clock.wall(at)),
             None => Ok(()),
         }
