@@ -1111,14 +1111,15 @@ async fn mock_apiserver_real_headroomd_holds_the_reservation_from_before_the_fir
         (effects[0].method.as_str(), effects[0].path.as_str()),
         ("PATCH", "/api/v1/namespaces/default/pods/low-priority-pod/status")
     );
-    assert_eq!(
-        effects[0].reservations.as_deref(),
-        Some(std::slice::from_ref(&reservation)),
-        "the room is in headroomd's ledger before the first eviction call reaches the API server"
-    );
+    // The mark goes out while the room is being reserved; the delete only once it is held.
     assert_eq!(
         (effects[1].method.as_str(), effects[1].path.as_str()),
         ("DELETE", "/api/v1/namespaces/default/pods/low-priority-pod")
+    );
+    assert_eq!(
+        effects[1].reservations.as_deref(),
+        Some(std::slice::from_ref(&reservation)),
+        "the room is in headroomd's ledger before the victim's delete reaches the API server"
     );
     assert_eq!(effects[1].body["preconditions"]["uid"], LOW_UID);
     assert_eq!(effects[2].body["reason"], "Preempted");
@@ -1380,7 +1381,26 @@ async fn mock_apiserver_real_headroomd_replans_when_a_higher_priority_resize_arr
         "{:?}",
         shown.stage
     );
-    assert!(mutations(&state).is_empty(), "{:?}", mutations(&state));
+    // low-priority-pod was marked while the room was being reserved, and is unmarked as the
+    // disruption controller clears a stale mark (status False, no reason): nothing else changed.
+    let changed = mutations(&state);
+    let marks: Vec<(&str, &str, &Value)> = changed
+        .iter()
+        .map(|r| {
+            let condition = &r.body["status"]["conditions"][0];
+            (r.method.as_str(), r.path.as_str(), &condition["status"])
+        })
+        .collect();
+    let low_status = "/api/v1/namespaces/default/pods/low-priority-pod/status";
+    assert_eq!(
+        marks,
+        [
+            ("PATCH", low_status, &json!("True")),
+            ("PATCH", low_status, &json!("False"))
+        ],
+        "{changed:?}"
+    );
+    assert!(changed[1].body["status"]["conditions"][0]["reason"].is_null());
     assert!(ledger_ids(&headroomd.socket).await.is_empty(), "room given back");
 
     // Cycle 2 decides both in the kubelet's order: critical-pod first, which evicts
@@ -1424,13 +1444,20 @@ async fn mock_apiserver_real_headroomd_replans_when_a_higher_priority_resize_arr
         status.headroom.is_some(),
         "headroomd's live headroom is on the board"
     );
+    // After cycle 1's mark and unmark: cycle 2's mark, the delete (with critical-pod's room
+    // held), the Preempted Event.
     let effects = mutations(&state);
     assert_eq!(
-        effects[0].reservations.as_deref(),
+        (effects[3].method.as_str(), effects[3].path.as_str()),
+        ("DELETE", "/api/v1/namespaces/default/pods/low-priority-pod"),
+        "{effects:?}"
+    );
+    assert_eq!(
+        effects[3].reservations.as_deref(),
         Some([format!("{CRITICAL_UID}:2")].as_slice())
     );
     assert_eq!(
-        effects[2].body["note"],
+        effects[4].body["note"],
         format!("Preempted by pod {CRITICAL_UID} on node {NODE}")
     );
 

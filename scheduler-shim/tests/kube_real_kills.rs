@@ -71,6 +71,7 @@ impl Agent<'_> {
             &self.kubeconfig,
             NODE_NAME,
             &self.socket,
+            beside::Preemption::Eviction,
             Some(RESIZE_TIMEOUT),
         )
         .unwrap_or_else(|e| panic!("{e}"));

@@ -88,29 +88,49 @@ pub fn start_shim(
     .map_err(|e| format!("start {}: {e}", binary.display()))
 }
 
+/// How the shim removes its victims (`--preemption`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preemption {
+    /// As the DaemonSet and kube-scheduler: `DisruptionTarget`, then a delete.
+    Delete,
+    /// Through the Eviction API, which enforces PodDisruptionBudgets (and which kube-apiserver's
+    /// audit log here records, for tests that count evictions).
+    Eviction,
+}
+
+impl Preemption {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Preemption::Delete => "delete",
+            Preemption::Eviction => "eviction",
+        }
+    }
+}
+
 /// headroomd and headroom-shim on one node, as the DaemonSet pairs them (the shim reserving in
-/// headroomd's ledger, evicting through the Eviction API); both stop when this is dropped.
+/// headroomd's ledger); both stop when this is dropped.
 pub struct Headroom {
     pub daemon: Headroomd,
     pub shim: LoggedChild,
 }
 
 /// Starts `headroomd` (without its probes: these runs are about the cluster) and then `shim`
-/// beside it for `node`, both as `kubeconfig`.
+/// beside it for `node`, both as `kubeconfig`, the shim removing victims by `preemption`.
 pub fn start_headroom(
     plane: &ControlPlane,
     headroomd: &Path,
     shim: &Path,
     kubeconfig: &Path,
     node: &str,
+    preemption: Preemption,
 ) -> Result<Headroom, String> {
     let daemon = start_headroomd(plane, headroomd, kubeconfig, node, &["--probes", "off"])?;
-    let shim = start_paired_shim(plane, shim, kubeconfig, node, &daemon.socket, None)?;
+    let shim = start_paired_shim(plane, shim, kubeconfig, node, &daemon.socket, preemption, None)?;
     Ok(Headroom { daemon, shim })
 }
 
 /// Starts `binary kube` for `node` as the DaemonSet pairs it with headroomd: reserving in the
-/// ledger of the headroomd at `socket`, evicting through the Eviction API; `resize_timeout`
+/// ledger of the headroomd at `socket`, removing victims by `preemption`; `resize_timeout`
 /// (also every reservation's TTL) when not the shim's default.
 pub fn start_paired_shim(
     plane: &ControlPlane,
@@ -118,6 +138,7 @@ pub fn start_paired_shim(
     kubeconfig: &Path,
     node: &str,
     socket: &Path,
+    preemption: Preemption,
     resize_timeout: Option<Duration>,
 ) -> Result<LoggedChild, String> {
     let socket = socket.display().to_string();
@@ -128,7 +149,7 @@ pub fn start_paired_shim(
         "--headroomd-socket",
         &socket,
         "--preemption",
-        "eviction",
+        preemption.flag(),
     ];
     if let Some(timeout) = &timeout {
         args.extend(["--resize-timeout-seconds", timeout]);

@@ -1,8 +1,12 @@
 //! A Deferred resize on a real node, from `kubectl patch … --subresource resize` to the new
-//! limit in the container's cgroup, both preemption paths on one cluster in alternating rounds:
-//! - ours: headroomd (`--pods-from kube`) and `headroom-shim kube` (`--preemption eviction`,
-//!   headroomd's ledger), kube-scheduler running with `InPlacePodVerticalScalingSchedulerPreemption`
-//!   off (it still binds new Pods);
+//! limit in the container's cgroup, the preemption paths on one cluster in alternating rounds:
+//! - ours: headroomd (`--pods-from kube`) and `headroom-shim kube` (headroomd's ledger) as the
+//!   DaemonSet runs them, `--preemption=delete` (as kube-scheduler: `DisruptionTarget`, then a
+//!   delete), kube-scheduler running with `InPlacePodVerticalScalingSchedulerPreemption` off (it
+//!   still binds new Pods);
+//! - ours with `--preemption=eviction`: the Eviction API, which enforces PodDisruptionBudgets at
+//!   the API server and costs it more work per victim (a read of the Pod, a list of PDBs, the
+//!   condition and the delete in one call); reported beside, what that guarantee costs;
 //! - peer: upstream kube-scheduler with the gate on, no shim.
 //!
 //! The cluster is `headroom_testkit`'s: kube-apiserver, kube-scheduler, kube-controller-manager
@@ -27,7 +31,8 @@ use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_comparison, write_json};
 use headroom_testkit::{
-    ControlPlane, Node, SchedulerGate, beside,
+    ControlPlane, Node, SchedulerGate,
+    beside::{self, Preemption},
     node::{NODE_NAME, start_cluster},
     repetitions::Repetitions,
     tutorial::{RESIZED_QUOTA_US, cpu_quota_us},
@@ -48,8 +53,25 @@ const PHASES: &[&str] = &[
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Preemptor {
-    Headroom,
+    Headroom(Preemption),
     Upstream,
+}
+
+impl Preemptor {
+    const ALL: [Preemptor; 3] = [
+        Preemptor::Headroom(Preemption::Delete),
+        Preemptor::Headroom(Preemption::Eviction),
+        Preemptor::Upstream,
+    ];
+
+    /// Its label in the report.
+    fn label(self) -> &'static str {
+        match self {
+            Preemptor::Headroom(Preemption::Delete) => "headroom",
+            Preemptor::Headroom(Preemption::Eviction) => "headroom (eviction)",
+            Preemptor::Upstream => "upstream",
+        }
+    }
 }
 
 /// The common options, and how many alternating rounds (5 repetitions per path each).
@@ -80,20 +102,30 @@ fn main() -> Result<()> {
     let shim_bin =
         std::env::var_os("HEADROOM_SHIM_BIN").map_or_else(|| release.join("headroom-shim"), PathBuf::from);
 
-    let mut ours: BTreeMap<&str, Histogram<u64>> = PHASES.iter().map(|p| (*p, new_histogram())).collect();
-    let mut peer = ours.clone();
+    let per_phase: BTreeMap<&str, Histogram<u64>> = PHASES.iter().map(|p| (*p, new_histogram())).collect();
+    let mut timed: BTreeMap<&str, BTreeMap<&str, Histogram<u64>>> = Preemptor::ALL
+        .iter()
+        .map(|p| (p.label(), per_phase.clone()))
+        .collect();
     let mut victim_termination = new_histogram();
     let mut failures = Vec::new();
     let mut rep = 0usize;
     for round in 0..rounds {
-        for path in [Preemptor::Headroom, Preemptor::Upstream] {
+        for path in Preemptor::ALL {
             // Kept for the round: dropping it stops headroomd and the shim.
             let _headroom = match path {
-                Preemptor::Headroom => {
+                Preemptor::Headroom(preemption) => {
                     plane.start_scheduler(SchedulerGate::Off)?;
                     Some(
-                        beside::start_headroom(&plane, &headroomd, &shim_bin, &kubeconfig, NODE_NAME)
-                            .map_err(anyhow::Error::msg)?,
+                        beside::start_headroom(
+                            &plane,
+                            &headroomd,
+                            &shim_bin,
+                            &kubeconfig,
+                            NODE_NAME,
+                            preemption,
+                        )
+                        .map_err(anyhow::Error::msg)?,
                     )
                 }
                 Preemptor::Upstream => {
@@ -101,17 +133,13 @@ fn main() -> Result<()> {
                     None
                 }
             };
-            // One unrecorded warm-up repetition: both paths are measured warm.
+            // One unrecorded warm-up repetition: every path is measured warm.
             for index in 0..=per_round {
                 rep += 1;
                 match one_repetition(&plane, &node, &repetitions, rep) {
                     Ok(_) if index == 0 => {}
                     Ok(phases) => {
-                        let histograms = if path == Preemptor::Headroom {
-                            &mut ours
-                        } else {
-                            &mut peer
-                        };
+                        let histograms = timed.get_mut(path.label()).context("path")?;
                         for (phase, at) in &phases {
                             record(histograms.get_mut(phase).context("phase")?, *at)?;
                         }
@@ -130,6 +158,7 @@ fn main() -> Result<()> {
     if !failures.is_empty() {
         bail!("{} repetitions failed:\n{}", failures.len(), failures.join("\n"));
     }
+    let (ours, peer) = (&timed["headroom"], &timed["upstream"]);
     let label = |who: &str, phase: &str| format!("{who}: patch → {phase}");
     let mut comparison = Comparison::new(
         "kube_node",
@@ -140,36 +169,49 @@ fn main() -> Result<()> {
         &peer["actuated"],
     ));
     for phase in PHASES {
-        comparison
-            .details
-            .push(Summary::from_histogram(&label("headroom", phase), &ours[phase]));
-        comparison
-            .details
-            .push(Summary::from_histogram(&label("upstream", phase), &peer[phase]));
+        for path in Preemptor::ALL {
+            comparison.details.push(Summary::from_histogram(
+                &label(path.label(), phase),
+                &timed[path.label()][phase],
+            ));
+        }
     }
     comparison.details.push(Summary::from_histogram(
         "victim's own termination (deleting → gone)",
         &victim_termination,
     ));
-    let ratios: serde_json::Map<String, Value> = PHASES
-        .iter()
-        .map(|phase| {
-            let (o, p) = (
-                ours[phase].value_at_quantile(0.99),
-                peer[phase].value_at_quantile(0.99),
-            );
-            let ratio = if o > 0 { p as f64 / o as f64 } else { 0.0 };
-            println!("{phase:>12}: p99 upstream/headroom = {ratio:.2}x");
-            ((*phase).to_string(), serde_json::json!(ratio))
-        })
-        .collect();
-    comparison.extra = serde_json::json!({"p99_ratio_upstream_over_headroom": ratios});
+    let mut ratios = serde_json::Map::new();
+    for path in [
+        Preemptor::Headroom(Preemption::Delete),
+        Preemptor::Headroom(Preemption::Eviction),
+    ] {
+        let ours = &timed[path.label()];
+        let by_phase: serde_json::Map<String, Value> = PHASES
+            .iter()
+            .map(|phase| {
+                let (o, p) = (
+                    ours[phase].value_at_quantile(0.99),
+                    peer[phase].value_at_quantile(0.99),
+                );
+                let ratio = if o > 0 { p as f64 / o as f64 } else { 0.0 };
+                println!("{phase:>12}: p99 upstream/{} = {ratio:.2}x", path.label());
+                ((*phase).to_string(), serde_json::json!(ratio))
+            })
+            .collect();
+        ratios.insert(path.label().to_string(), Value::Object(by_phase));
+    }
+    comparison.extra = serde_json::json!({"p99_ratio_upstream_over": ratios});
     comparison.notes.push(format!(
         "{} repetitions per path in {rounds} alternating rounds (each after one unrecorded \
          warm-up), one real cluster (kubelet v1.37.2, containerd v2.4.2) on this 2-CPU host; \
          victim grace period 30 s, its container exits at once on SIGTERM",
         rounds * per_round
     ));
+    comparison.notes.push(
+        "headroom: the DaemonSet's --preemption=delete; headroom (eviction): --preemption=eviction, \
+         PDBs enforced by the API server"
+            .to_string(),
+    );
     comparison.notes.push(
         "target: headroom's p99 at or below upstream's at the phases it owns (decided, evicted); \
          the whole path within 2x of the victim's own termination"

@@ -1,6 +1,7 @@
 //! `kube_soak`: the tutorial's Deferred resize on the real node, over and over for minutes, with
 //! headroomd (its eBPF probes attached, `--pods-from kube`) and `headroom-shim kube` (headroomd's
-//! ledger, the Eviction API) beside the kubelet as the DaemonSet pairs them: what only time finds
+//! ledger; `--preemption=eviction`, the mode with the most API work per victim) beside the kubelet
+//! as the DaemonSet pairs them: what only time finds
 //! on the real stack. The cluster is `headroom_testkit`'s (kube-apiserver, kube-scheduler with the
 //! resize-preemption gate off, kube-controller-manager, the kubelet v1.37.2, containerd v2.4.2).
 //!
@@ -95,6 +96,7 @@ fn main() -> Result<()> {
         &kubeconfig,
         NODE_NAME,
         &daemon.socket,
+        beside::Preemption::Eviction,
         Some(RESIZE_TIMEOUT),
     )
     .map_err(anyhow::Error::msg)?;

@@ -2,10 +2,11 @@
 //!
 //! kube-scheduler (`pkg/scheduler/framework/preemption`): a status patch adding
 //! `DisruptionTarget=True`, reason `PreemptionByScheduler`, message
-//! `"<schedulerName>: preempting to accommodate a higher priority pod"`; then a plain graceful
-//! delete (the Pod's own `terminationGracePeriodSeconds`) — here with a UID precondition so that a
-//! Pod recreated under the same name is never hit; then the Event `Normal Preempted`
-//! `"Preempted by pod <uid> on node <node>"` on the victim, related to the preemptor.
+//! `"<schedulerName>: preempting to accommodate a higher priority pod"` ([`mark_victim`]); then a
+//! plain graceful delete (the Pod's own `terminationGracePeriodSeconds`) — here with a UID
+//! precondition so that a Pod recreated under the same name is never hit ([`remove_victim`]);
+//! then the Event `Normal Preempted` `"Preempted by pod <uid> on node <node>"` on the victim,
+//! related to the preemptor.
 //!
 //! Events go to `events.k8s.io/v1`, as kube-scheduler's event broadcaster posts them (it falls back
 //! to core v1 Events only on API servers without `events.k8s.io/v1`, which 1.37 always has).
@@ -70,6 +71,22 @@ pub fn disruption_target_patch(scheduler_name: &str, now: jiff::Timestamp) -> se
     })
 }
 
+/// What the disruption controller writes over a stale mark: `DisruptionTarget=False`, with no
+/// reason or message (`UpdatePodCondition` replaces the whole condition).
+pub fn disruption_target_cleared_patch(now: jiff::Timestamp) -> serde_json::Value {
+    json!({
+        "status": {
+            "conditions": [{
+                "type": CONDITION_DISRUPTION_TARGET,
+                "status": "False",
+                "reason": null,
+                "message": null,
+                "lastTransitionTime": now.to_string(),
+            }]
+        }
+    })
+}
+
 /// The scheduler's note on a victim.
 pub fn preempted_note(preemptor_uid: &str, node: &str) -> String {
     format!("Preempted by pod {preemptor_uid} on node {node}")
@@ -84,7 +101,49 @@ pub enum VictimOutcome {
     AlreadyGone,
 }
 
-/// Removes one victim as configured. Not called in dry-run mode.
+/// Marks one victim `DisruptionTarget=True` as the scheduler does before its delete; `Ok(false)`
+/// when it is gone already (or replaced under its name). Only for `--preemption=delete`: the
+/// Eviction API writes its own condition. Not called in dry-run mode.
+#[tracing::instrument(skip_all, fields(victim = %format!("{}/{}", victim.namespace, victim.name), uid = %victim.uid))]
+pub async fn mark_victim(client: &Client, scheduler_name: &str, victim: &Victim) -> Result<bool, KubeError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &victim.namespace);
+    let patch = Patch::Strategic(disruption_target_patch(scheduler_name, jiff::Timestamp::now()));
+    match rbac::PODS_STATUS_PATCH
+        .run(
+            verb::PATCH,
+            api.patch_status(&victim.name, &PatchParams::default(), &patch),
+        )
+        .await
+    {
+        Ok(pod) if pod.metadata.uid.as_deref() == Some(victim.uid.as_str()) => Ok(true),
+        // Another Pod under the victim's name: not the one decided on (and now marked, as
+        // upstream's patch would have; the disruption controller clears a stale mark).
+        Ok(_) => Ok(false),
+        Err(e) if matches!(e.http_status(), Some(404 | 409)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes back [`mark_victim`]'s mark of a victim that is not going to be removed after all;
+/// one that is gone needs nothing.
+#[tracing::instrument(skip_all, fields(victim = %format!("{}/{}", victim.namespace, victim.name), uid = %victim.uid))]
+pub async fn unmark_victim(client: &Client, victim: &Victim) -> Result<(), KubeError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &victim.namespace);
+    let patch = Patch::Strategic(disruption_target_cleared_patch(jiff::Timestamp::now()));
+    match rbac::PODS_STATUS_PATCH
+        .run(
+            verb::PATCH,
+            api.patch_status(&victim.name, &PatchParams::default(), &patch),
+        )
+        .await
+    {
+        Err(e) if matches!(e.http_status(), Some(404 | 409)) => Ok(()),
+        other => other.map(|_| ()),
+    }
+}
+
+/// Removes one victim as configured (with `--preemption=delete`, once [`mark_victim`] marked
+/// it). Not called in dry-run mode.
 #[tracing::instrument(skip_all, fields(victim = %format!("{}/{}", victim.namespace, victim.name), uid = %victim.uid, mode = config.preemption.as_str()))]
 pub async fn remove_victim(
     client: &Client,
@@ -97,35 +156,16 @@ pub async fn remove_victim(
         resource_version: None,
     });
     let gone = |e: &KubeError| matches!(e.http_status(), Some(404 | 409));
-    match config.preemption {
+    let removed = match config.preemption {
         PreemptionMode::Delete => {
-            let patch = Patch::Strategic(disruption_target_patch(
-                &config.scheduler_name,
-                jiff::Timestamp::now(),
-            ));
-            let patched = rbac::PODS_STATUS_PATCH
-                .run(
-                    verb::PATCH,
-                    api.patch_status(&victim.name, &PatchParams::default(), &patch),
-                )
-                .await;
-            match patched {
-                Ok(_) => {}
-                Err(e) if gone(&e) => return Ok(VictimOutcome::AlreadyGone),
-                Err(e) => return Err(e),
-            }
             let params = DeleteParams {
                 preconditions,
                 ..DeleteParams::default()
             };
-            match rbac::PODS_DELETE
+            rbac::PODS_DELETE
                 .run(verb::DELETE, api.delete(&victim.name, &params))
                 .await
-            {
-                Ok(_) => Ok(VictimOutcome::Removed),
-                Err(e) if gone(&e) => Ok(VictimOutcome::AlreadyGone),
-                Err(e) => Err(e),
-            }
+                .map(|_| ())
         }
         PreemptionMode::Eviction => {
             let params = EvictParams {
@@ -135,15 +175,16 @@ pub async fn remove_victim(
                 }),
                 post_options: PostParams::default(),
             };
-            match rbac::PODS_EVICTION_CREATE
+            rbac::PODS_EVICTION_CREATE
                 .run(verb::CREATE, api.evict(&victim.name, &params))
                 .await
-            {
-                Ok(_) => Ok(VictimOutcome::Removed),
-                Err(e) if gone(&e) => Ok(VictimOutcome::AlreadyGone),
-                Err(e) => Err(e),
-            }
+                .map(|_| ())
         }
+    };
+    match removed {
+        Ok(()) => Ok(VictimOutcome::Removed),
+        Err(e) if gone(&e) => Ok(VictimOutcome::AlreadyGone),
+        Err(e) => Err(e),
     }
 }
 

@@ -22,10 +22,13 @@ use super::board::{Board, Stage};
 use super::effects::{self, EventSpec, VictimOutcome, actions, reasons};
 use super::headroomd::{LiveHeadroom, NotFresh, unaccounted_reservations};
 use super::reservations::Reserve;
-use super::{KubeConfig, KubeError, Metrics, NodeLedger, OPT_OUT_LABEL, OPT_OUT_VALUE, Reservations, Stores};
+use super::{
+    KubeConfig, KubeError, Metrics, NodeLedger, OPT_OUT_LABEL, OPT_OUT_VALUE, PreemptionMode, Reservations,
+    Stores,
+};
 use crate::cluster_file::ClusterFile;
 use crate::decide::{Decision, Outcome};
-use crate::preempt::{self, Listing, Pending, Reservation, Resize};
+use crate::preempt::{self, Listing, Marked, Pending, Reservation, Resize};
 
 /// A resize for which victims were removed, until the kubelet has actuated it.
 #[derive(Clone, Debug)]
@@ -428,6 +431,21 @@ impl Backend {
         self.metrics.set_in_flight(self.in_flight.len());
     }
 
+    /// Takes back the `DisruptionTarget` marks of `decision`'s victims named (by uid) in
+    /// `marked`; one that cannot be taken back is left to the disruption controller (it clears a
+    /// stale mark after two minutes), with a WARN.
+    async fn unmark(&self, decision: &Decision, marked: &BTreeSet<String>) {
+        let victims = decision.victims.iter().filter(|v| marked.contains(&v.uid));
+        let unmarks = victims.map(|victim| async move {
+            let key = format!("{}/{}", victim.namespace, victim.name);
+            match effects::unmark_victim(&self.client, victim).await {
+                Ok(()) => tracing::info!(victim = %key, "not preempted after all; DisruptionTarget cleared"),
+                Err(error) => tracing::warn!(victim = %key, %error, "DisruptionTarget left for the disruption controller to clear"),
+            }
+        });
+        futures::future::join_all(unmarks).await;
+    }
+
     async fn event(
         &self,
         regarding: k8s_openapi::api::core::v1::ObjectReference,
@@ -765,19 +783,70 @@ impl preempt::Backend for KubeCycle<'_> {
         self.backend.stores.changed.notify_one();
     }
 
+    /// With `--preemption=delete`, every victim not terminating already gets upstream's
+    /// `DisruptionTarget` (all at once, as the scheduler's executor does them in parallel).
+    fn mark_victims(&self, decision: &Decision) -> impl Future<Output = Marked> + Send + 'static {
+        let b = &*self.backend;
+        let victims: Vec<crate::decide::Victim> = match b.config.preemption {
+            PreemptionMode::Delete => decision
+                .victims
+                .iter()
+                .filter(|v| !v.terminating)
+                .cloned()
+                .collect(),
+            PreemptionMode::Eviction => Vec::new(),
+        };
+        let (client, scheduler_name) = (b.client.clone(), b.config.scheduler_name.clone());
+        async move {
+            let marks = victims
+                .iter()
+                .map(|victim| effects::mark_victim(&client, &scheduler_name, victim));
+            let mut marked = Marked::default();
+            for (victim, mark) in victims.iter().zip(futures::future::join_all(marks).await) {
+                match mark {
+                    Ok(true) => {
+                        marked.marked.insert(victim.uid.clone());
+                    }
+                    Ok(false) => {
+                        marked.gone.insert(victim.uid.clone());
+                    }
+                    Err(error) => {
+                        marked.failed.get_or_insert_with(|| {
+                            format!("could not preempt {}/{}: {error}", victim.namespace, victim.name)
+                        });
+                    }
+                }
+            }
+            marked
+        }
+    }
+
+    async fn unmark_victims(&mut self, decision: &Decision, marked: &Marked) {
+        self.backend.unmark(decision, &marked.marked).await;
+    }
+
     /// Checks the live headroom once more (earlier preemptions of this cycle may have taken a
-    /// while: never evict on stale data), then removes every victim through the Eviction API.
+    /// while: never evict on stale data), then removes every victim (a delete, or the Eviction
+    /// API).
     async fn evict(
         &mut self,
         resize: &Resize,
         decision: &Decision,
         _reservation: &Reservation,
+        mut marked: Marked,
     ) -> Result<(), String> {
         let b = &mut *self.backend;
         let resizer = Self::resizer(resize);
+        if let Some(why) = marked.failed.take() {
+            tracing::warn!(pod = %resize.key, error = %why, "preemption failed");
+            b.unmark(decision, &marked.marked).await;
+            b.failed(resizer, resize.generation, why.clone()).await;
+            return Err(why);
+        }
         if let Some(live) = &b.live
             && let Err(why) = live.fresh(b.config.max_headroom_age).await
         {
+            b.unmark(decision, &marked.marked).await;
             b.blocked(resizer, resize.generation, &why, self.report).await;
             return Err(why.to_string());
         }
@@ -789,6 +858,10 @@ impl preempt::Backend for KubeCycle<'_> {
                 // Already on its way out (an earlier preemption, or anyone's delete): as
                 // upstream's executor, no second API call and no second Preempted Event.
                 tracing::info!(victim = %victim_key, "victim already terminating; not evicted again");
+                continue;
+            }
+            if marked.gone.contains(&victim.uid) {
+                tracing::info!(victim = %victim_key, "victim already gone");
                 continue;
             }
             match effects::remove_victim(&b.client, &b.config, victim).await {
@@ -810,6 +883,20 @@ impl preempt::Backend for KubeCycle<'_> {
                 Ok(VictimOutcome::AlreadyGone) => tracing::info!(victim = %victim_key, "victim already gone"),
                 Err(error) => {
                     tracing::warn!(pod = %resize.key, victim = %victim_key, %error, "preemption failed");
+                    // This victim and those after it stay; the ones before it are on their way.
+                    let removed: BTreeSet<&str> = decision
+                        .victims
+                        .iter()
+                        .take_while(|v| v.uid != victim.uid)
+                        .map(|v| v.uid.as_str())
+                        .collect();
+                    let staying: BTreeSet<String> = marked
+                        .marked
+                        .iter()
+                        .filter(|uid| !removed.contains(uid.as_str()))
+                        .cloned()
+                        .collect();
+                    b.unmark(decision, &staying).await;
                     let why = format!("could not preempt {victim_key}: {error}");
                     b.failed(resizer, resize.generation, why.clone()).await;
                     return Err(why);

@@ -135,6 +135,17 @@ pub struct Served<F> {
     pub step: Step<F>,
 }
 
+/// What [`Backend::mark_victims`] did, by victim uid.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Marked {
+    /// Marked now: to be unmarked if the preemption stops short of evicting them.
+    pub marked: BTreeSet<String>,
+    /// Gone already (nothing to evict).
+    pub gone: BTreeSet<String>,
+    /// Why a victim could not be marked; the preemption stops ([`Backend::evict`] reports it).
+    pub failed: Option<String>,
+}
+
 /// What differs between the backends. Errors of one resize's step are `Err(why)`: the backend
 /// has reported them (events, metrics, logs) already; the protocol only decides what comes next.
 pub trait Backend {
@@ -165,6 +176,19 @@ pub trait Backend {
         decision: &Decision,
     ) -> impl Future<Output = Result<(), String>> + Send;
 
+    /// Marks the victims as about to be disrupted, as upstream's first write does (the
+    /// `DisruptionTarget` condition). It runs while the room is being reserved, so the future
+    /// owns what it needs: a mark takes nothing from anyone. Default: nothing to mark.
+    fn mark_victims(&self, _decision: &Decision) -> impl Future<Output = Marked> + Send + 'static {
+        async { Marked::default() }
+    }
+
+    /// Takes the marks back when the preemption stops before evicting (no reservation, a
+    /// re-plan), as the disruption controller clears a stale mark, but at once.
+    fn unmark_victims(&mut self, _decision: &Decision, _marked: &Marked) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
     /// Reserves the room.
     fn reserve(
         &mut self,
@@ -181,12 +205,13 @@ pub trait Backend {
     /// The cycle ends for `first`, a higher-priority resize that arrived after the decisions.
     fn replanned(&mut self, _resize: &Resize, _first: &str) {}
 
-    /// Evicts the victims.
+    /// Evicts the victims, given what marking them did; unmarks those it does not evict.
     fn evict(
         &mut self,
         resize: &Resize,
         decision: &Decision,
         reservation: &Reservation,
+        marked: Marked,
     ) -> impl Future<Output = Result<(), String>> + Send;
 
     /// Follows the resize once its victims are gone (now, or from later cycles).
@@ -300,20 +325,26 @@ async fn serve<B: Backend>(
         return Step::NotShrunk(why);
     }
     let reservation = Reservation::for_decision(resize, decision);
-    if let Err(why) = backend.reserve(resize, &reservation).await {
+    // The reservation is a durable write in another process: the marks go out meanwhile, and
+    // only the eviction itself waits for both.
+    let marking = backend.mark_victims(decision);
+    let (reserved, marked) = futures::future::join(backend.reserve(resize, &reservation), marking).await;
+    if let Err(why) = reserved {
+        backend.unmark_victims(decision, &marked).await;
         return Step::NotReserved(why);
     }
     // A higher-priority resize that arrived on this node while this one was being decided goes
     // first (as in the scheduler): give the room back and re-plan before anyone is evicted.
     if let Some(first) = arrived_since(&backend.pending(), resize, decided) {
         backend.release(&reservation).await;
+        backend.unmark_victims(decision, &marked).await;
         backend.replanned(resize, &first);
         return Step::Replanned { by: first };
     }
     if decision.victims.is_empty() {
         return Step::Evicted(backend.follow(resize, reservation).await);
     }
-    match backend.evict(resize, decision, &reservation).await {
+    match backend.evict(resize, decision, &reservation, marked).await {
         Ok(()) => Step::Evicted(backend.follow(resize, reservation).await),
         Err(why) => {
             backend.release(&reservation).await;

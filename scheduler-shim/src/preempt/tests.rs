@@ -59,6 +59,7 @@ struct Fake {
     hold: Option<String>,
     refuse_reserve: Option<String>,
     fail_evict: Option<String>,
+    fail_mark: Option<String>,
     fail_shrink: Option<String>,
     /// Resizes pending at the time of the arrival check (beyond those listed).
     arrived: Vec<Pending>,
@@ -125,9 +126,33 @@ impl Backend for Fake {
         self.calls.push(format!("replanned {} for {first}", resize.key));
     }
 
-    async fn evict(&mut self, _resize: &Resize, decision: &Decision, _r: &Reservation) -> Result<(), String> {
+    /// Every victim marked, unless `fail_mark` says why not.
+    fn mark_victims(&self, decision: &Decision) -> impl Future<Output = Marked> + Send + 'static {
+        let marked = Marked {
+            marked: decision.victims.iter().map(|v| v.uid.clone()).collect(),
+            failed: self.fail_mark.clone(),
+            ..Marked::default()
+        };
+        async move { marked }
+    }
+
+    async fn unmark_victims(&mut self, _decision: &Decision, marked: &Marked) {
+        let uids: Vec<&str> = marked.marked.iter().map(String::as_str).collect();
+        self.calls.push(format!("unmark {}", uids.join(",")));
+    }
+
+    async fn evict(
+        &mut self,
+        _resize: &Resize,
+        decision: &Decision,
+        _r: &Reservation,
+        marked: Marked,
+    ) -> Result<(), String> {
         let victims: Vec<&str> = decision.victims.iter().map(|v| v.name.as_str()).collect();
         self.calls.push(format!("evict {}", victims.join(",")));
+        if let Some(why) = marked.failed {
+            return Err(why);
+        }
         match &self.fail_evict {
             Some(why) => Err(why.clone()),
             None => Ok(()),
@@ -216,6 +241,8 @@ async fn a_refused_reservation_evicts_nobody() {
         "{:?}",
         backend.calls
     );
+    // The victim marked while the room was being reserved carries no mark afterwards.
+    assert_eq!(backend.calls.last().unwrap(), "unmark uid-low");
 }
 
 #[tokio::test]
@@ -224,6 +251,19 @@ async fn a_failed_eviction_gives_the_room_back() {
     backend.fail_evict = Some("PDB".into());
     let served = run(&mut backend).await;
     assert_eq!(served[0].step, Step::NotEvicted("PDB".into()));
+    assert_eq!(backend.calls.last().unwrap(), "release uid-high:1");
+    assert!(!backend.calls.iter().any(|c| c.starts_with("follow")));
+}
+
+#[tokio::test]
+async fn a_victim_that_could_not_be_marked_is_not_evicted_and_the_room_goes_back() {
+    let mut backend = fake(state(vec![]), vec![resize("high", 10000, 4000, 6000, None)]);
+    backend.fail_mark = Some("could not preempt default/low: 403".into());
+    let served = run(&mut backend).await;
+    assert_eq!(
+        served[0].step,
+        Step::NotEvicted("could not preempt default/low: 403".into())
+    );
     assert_eq!(backend.calls.last().unwrap(), "release uid-high:1");
     assert!(!backend.calls.iter().any(|c| c.starts_with("follow")));
 }
@@ -263,6 +303,11 @@ async fn a_higher_priority_arrival_replans_before_any_eviction_and_ends_the_cycl
         backend.calls
     );
     assert!(backend.calls.contains(&"release uid-high:1".to_string()));
+    assert!(
+        backend.calls.iter().any(|c| c.starts_with("unmark uid-")),
+        "{:?}",
+        backend.calls
+    );
     // An arrival of lower priority than the resizer, or one this cycle decided, re-plans nothing.
     backend.arrived.retain(|p| p.priority < 10000);
     backend.calls.clear();

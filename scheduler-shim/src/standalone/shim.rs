@@ -328,6 +328,8 @@ impl preempt::Backend for StandaloneCycle<'_> {
         resize: &Resize,
         _decision: &Decision,
         reservation: &Reservation,
+        // Nothing is marked on the standalone node (no API server reads the condition).
+        _marked: crate::preempt::Marked,
     ) -> Result<(), String> {
         let evict_started = Instant::now();
         let victims = start_eviction(self.node, &resize.uid, &reservation.victims);

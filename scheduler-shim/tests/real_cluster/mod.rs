@@ -107,6 +107,7 @@ pub fn start_headroom(plane: &ControlPlane) -> beside::Headroom {
         Path::new(env!("CARGO_BIN_EXE_headroom-shim")),
         &kubeconfig,
         headroom_testkit::node::NODE_NAME,
+        beside::Preemption::Delete,
     )
     .unwrap_or_else(|e| panic!("{e}"))
 }

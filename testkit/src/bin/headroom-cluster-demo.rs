@@ -84,6 +84,7 @@ fn run(args: &Args, preemptor: Preemptor) -> Result<(), String> {
             &args.shim,
             &kubeconfig,
             NODE_NAME,
+            beside::Preemption::Delete,
         )?)
     };
     let outcome = tutorial::run(&plane, &node, &args.workspace, &mut |command, output| {
