@@ -628,8 +628,19 @@ fn a_watch_expired_with_410_gone_is_relisted_and_the_shim_decides_on_the_fresh_l
 /// Deferred, and a Warning `ResizePreemptionFailed` on the resizer says why (with the API
 /// server's words, `match`ed).
 fn an_eviction_refused_leaves_everything_and_says_why(plane: &ControlPlane, kubeconfig: &Path, said: &str) {
+    a_removal_refused_leaves_everything_and_says_why(plane, kubeconfig, "eviction", said);
+}
+
+/// As above, with `--preemption` `mode`; with `delete`, the victim's `DisruptionTarget` mark
+/// (sent while the room was being reserved) is taken back: status `False`, no reason.
+fn a_removal_refused_leaves_everything_and_says_why(
+    plane: &ControlPlane,
+    kubeconfig: &Path,
+    mode: &str,
+    said: &str,
+) {
     defer_the_seed_resize(plane);
-    let shim = Shim::start(plane, kubeconfig, NODE, &["--preemption", "eviction"]);
+    let shim = Shim::start(plane, kubeconfig, NODE, &["--preemption", mode]);
     let refusal = wait_for(
         &shim,
         "the ResizePreemptionFailed Event",
@@ -653,6 +664,24 @@ fn an_eviction_refused_leaves_everything_and_says_why(plane: &ControlPlane, kube
         low.pointer("/metadata/deletionTimestamp").is_none(),
         "a refused eviction leaves the victim running: {low:#}"
     );
+    // Retried with kube-scheduler's backoff (1 s, then 2 s, …), never in a loop: within the
+    // 3 s above at most a handful of attempts.
+    let attempts = shim.log().matches("preemption failed").count();
+    assert!(
+        (1..=5).contains(&attempts),
+        "{attempts} failed attempts in about 3 s:\n{}",
+        shim.log()
+    );
+    if mode == "delete" {
+        // Between two attempts (one may be under way now) the mark is back to False, no reason.
+        let unmarked = || {
+            let low = pod(plane, "default", "low-priority-pod").unwrap();
+            condition(&low, "DisruptionTarget")
+                .filter(|mark| mark["status"] == "False" && mark.get("reason").is_none())
+                .cloned()
+        };
+        wait_for(&shim, "the mark taken back", Duration::from_secs(5), unmarked);
+    }
     let high = pod(plane, "default", "high-priority-pod").unwrap();
     let pending = condition(&high, "PodResizePending").unwrap();
     assert_eq!(pending["reason"], "Deferred", "the resize stays Deferred");
@@ -696,6 +725,36 @@ fn an_eviction_forbidden_by_rbac_leaves_the_victim_running_and_says_why() {
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
     an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "forbidden");
+}
+
+/// `--preemption=delete` (the DaemonSet's): the mark goes through, the delete fails in admission
+/// (a webhook on Pod DELETE whose server is down, `failurePolicy: Fail`): the victim keeps
+/// running without the mark, the resize stays Deferred, and an Event says why.
+#[test]
+fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
+    let plane = seed_cluster();
+    let webhook = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "deletes-down"},
+        "webhooks": [{
+            "name": "deletes-down.headroom.invalid",
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                       "resources": ["pods"]}],
+            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 2,
+        }],
+    });
+    plane
+        .kubectl_stdin(&["create", "-f", "-"], &webhook.to_string())
+        .unwrap();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    a_removal_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "delete", "failed calling webhook");
 }
 
 /// 500: a validating admission webhook on `pods/eviction` whose server is down, with

@@ -44,6 +44,21 @@ struct InFlight {
 /// this much later (a resync otherwise).
 pub const RETRY_BLOCKED: Duration = Duration::from_secs(1);
 
+/// A resize whose preemption failed is tried again after this, doubling per failure of the same
+/// attempt up to [`FAILED_BACKOFF_MAX`]: kube-scheduler's Pod backoff (`podInitialBackoffSeconds`
+/// 1, `podMaxBackoffSeconds` 10). Without it a failure that changes a Pod (a mark taken back)
+/// would wake the next cycle at once, and the same refusal would come back in a loop.
+pub const FAILED_BACKOFF: Duration = Duration::from_secs(1);
+pub const FAILED_BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// One resize attempt in backoff after a failed preemption.
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    generation: i64,
+    failures: u32,
+    until: Instant,
+}
+
 /// What one cycle did (for logs and tests).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CycleReport {
@@ -79,6 +94,8 @@ pub struct Backend {
     announced: BTreeSet<(String, i64, &'static str)>,
     /// The last cycle was blocked on stale headroom: the next one comes within [`RETRY_BLOCKED`].
     retry_soon: bool,
+    /// By resizing Pod UID: attempts whose preemption failed, not served again before `until`.
+    backoff: BTreeMap<String, Backoff>,
     /// `(uid, why)` of malformed give-way annotations already reported.
     invalid_give_way: BTreeSet<(String, String)>,
     /// Pods shrunk in place, watched for pressure for a while after.
@@ -127,6 +144,7 @@ impl Backend {
             in_flight: BTreeMap::new(),
             announced: BTreeSet::new(),
             retry_soon: false,
+            backoff: BTreeMap::new(),
             invalid_give_way: BTreeSet::new(),
             aftercare: Vec::new(),
             board: Arc::new(Board::new(&config_node, config_dry_run, live_for_board)),
@@ -172,11 +190,16 @@ impl Backend {
                     tracing::warn!(%error, "reconcile failed; retrying on the next change or resync");
                 }
             }
-            let wait = if std::mem::take(&mut self.retry_soon) {
+            let mut wait = if std::mem::take(&mut self.retry_soon) {
                 self.config.resync.min(RETRY_BLOCKED)
             } else {
                 self.config.resync
             };
+            // Wake when the first backoff ends, even if nothing changes meanwhile.
+            let now = Instant::now();
+            if let Some(until) = self.backoff.values().map(|b| b.until).filter(|u| *u > now).min() {
+                wait = wait.min(until - now);
+            }
             tokio::select! {
                 () = self.stores.changed.notified() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -293,13 +316,39 @@ impl Backend {
         }
     }
 
-    /// The Deferred resizes this shim serves: not terminating, not opted out, not in flight.
+    /// The Deferred resizes this shim serves: not terminating, not opted out, not in flight, not
+    /// in backoff after a failure of the same attempt.
     fn servable<'a>(&self, pods: &'a [Arc<Pod>], opted_out: &BTreeSet<String>) -> Vec<&'a Arc<Pod>> {
+        let now = Instant::now();
         pods.iter()
             .filter(|p| resize_state(p).is_deferred())
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter(|p| !opted_out.contains(namespace(p)) && !self.in_flight.contains_key(uid(p)))
+            .filter(|p| {
+                self.backoff.get(uid(p)).is_none_or(|b| {
+                    b.until <= now || b.generation != crate::preempt::generation(p.metadata.generation)
+                })
+            })
             .collect()
+    }
+
+    /// A failed attempt waits before it is served again, longer after each failure.
+    fn back_off(&mut self, uid: &str, generation: i64) {
+        let failures = match self.backoff.get(uid) {
+            Some(b) if b.generation == generation => b.failures.saturating_add(1),
+            _ => 1,
+        };
+        let wait = FAILED_BACKOFF
+            .saturating_mul(1 << (failures - 1).min(4))
+            .min(FAILED_BACKOFF_MAX);
+        self.backoff.insert(
+            uid.to_string(),
+            Backoff {
+                generation,
+                failures,
+                until: Instant::now() + wait,
+            },
+        );
     }
 
     /// Not preempting because headroomd's live headroom is not fresh: logged, counted, and one
@@ -349,6 +398,7 @@ impl Backend {
         let pod_key = reference_key(&resizer);
         self.board.staged(&pod_key, Stage::Failed { why: note.clone() });
         let uid = resizer.uid.clone().unwrap_or_default();
+        self.back_off(&uid, generation);
         if self
             .announced
             .insert((uid, generation, reasons::RESIZE_PREEMPTION_FAILED))
@@ -505,6 +555,8 @@ impl preempt::Backend for KubeCycle<'_> {
             return Ok(None);
         };
         let pods = b.stores.pods.state();
+        b.backoff
+            .retain(|backed_off, _| pods.iter().any(|p| uid(p) == backed_off.as_str()));
         b.follow(&pods, self.report).await;
 
         let opted_out = b.opted_out();
