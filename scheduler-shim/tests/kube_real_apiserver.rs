@@ -727,49 +727,18 @@ fn an_eviction_forbidden_by_rbac_leaves_the_victim_running_and_says_why() {
     an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "forbidden");
 }
 
-/// `--preemption=delete` (the DaemonSet's): the mark goes through, the delete fails in admission
-/// (a webhook on Pod DELETE whose server is down, `failurePolicy: Fail`): the victim keeps
-/// running without the mark, the resize stays Deferred, and an Event says why.
-#[test]
-fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
-    let plane = seed_cluster();
+/// A validating admission webhook named `name` on `operation` of `resource` whose server is
+/// down, with `failurePolicy: Fail`: the API server answers every such call `InternalError`,
+/// `failed calling webhook`.
+fn webhook_down(plane: &ControlPlane, name: &str, operation: &str, resource: &str) {
     let webhook = serde_json::json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "deletes-down"},
+        "metadata": {"name": name},
         "webhooks": [{
-            "name": "deletes-down.headroom.invalid",
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
-                       "resources": ["pods"]}],
-            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": 2,
-        }],
-    });
-    plane
-        .kubectl_stdin(&["create", "-f", "-"], &webhook.to_string())
-        .unwrap();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
-    a_removal_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "delete", "failed calling webhook");
-}
-
-/// 500: a validating admission webhook on `pods/eviction` whose server is down, with
-/// `failurePolicy: Fail` (the API server answers `InternalError`, `failed calling webhook`).
-#[test]
-fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_why() {
-    let plane = seed_cluster();
-    let webhook = serde_json::json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "evictions-down"},
-        "webhooks": [{
-            "name": "evictions-down.headroom.invalid",
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                       "resources": ["pods/eviction"]}],
+            "name": format!("{name}.headroom.invalid"),
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": [operation],
+                       "resources": [resource]}],
             // Nothing listens on port 1: every call fails, and Fail turns that into a 500.
             "clientConfig": {"url": "https://127.0.0.1:1/validate"},
             "failurePolicy": "Fail",
@@ -781,6 +750,25 @@ fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_
     plane
         .kubectl_stdin(&["create", "-f", "-"], &webhook.to_string())
         .unwrap();
+}
+
+/// `--preemption=delete` (the DaemonSet's): the mark goes through, the delete fails in admission:
+/// the victim keeps running without the mark, the resize stays Deferred, and an Event says why.
+#[test]
+fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
+    let plane = seed_cluster();
+    webhook_down(&plane, "deletes-down", "DELETE", "pods");
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    a_removal_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "delete", "failed calling webhook");
+}
+
+/// 500: the Eviction API failing in admission.
+#[test]
+fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_why() {
+    let plane = seed_cluster();
+    webhook_down(&plane, "evictions-down", "CREATE", "pods/eviction");
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
