@@ -221,8 +221,10 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
         .spawn()
         .with_context(|| format!("start {target}"))?;
     let schedstat = format!("/proc/{}/schedstat", child.id());
-    // The last CPU time read: the process's entry goes when it exits.
+    // The last CPU time read (the process's entry goes when it exits), read at most once a
+    // second: libFuzzer prints thousands of lines a second while it finds new inputs.
     let mut cpu = Duration::ZERO;
+    let mut cpu_read_at: Option<Instant> = None;
     let stderr = child.stderr.take().context("libFuzzer's stderr")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -235,12 +237,15 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
     let (mut last, mut grew_at, mut plateau) = (Coverage::default(), Duration::ZERO, false);
     let mut tail: Vec<String> = Vec::new();
     loop {
-        if let Some(now) = std::fs::read_to_string(&schedstat)
-            .ok()
-            .as_deref()
-            .and_then(cpu_time)
-        {
-            cpu = now;
+        if cpu_read_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+            cpu_read_at = Some(Instant::now());
+            if let Some(now) = std::fs::read_to_string(&schedstat)
+                .ok()
+                .as_deref()
+                .and_then(cpu_time)
+            {
+                cpu = now;
+            }
         }
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(line) => {

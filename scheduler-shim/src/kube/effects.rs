@@ -101,45 +101,57 @@ pub enum VictimOutcome {
     AlreadyGone,
 }
 
+/// A status patch of one victim; `Ok(None)` when it is gone (404, or 409 for another Pod under
+/// its name).
+async fn patch_victim_status(
+    client: &Client,
+    victim: &Victim,
+    patch: serde_json::Value,
+) -> Result<Option<Pod>, KubeError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &victim.namespace);
+    match rbac::PODS_STATUS_PATCH
+        .run(
+            verb::PATCH,
+            api.patch_status(&victim.name, &PatchParams::default(), &Patch::Strategic(patch)),
+        )
+        .await
+    {
+        Ok(pod) => Ok(Some(pod)),
+        Err(e) if gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The API server's answer for a Pod that is not there (404), or not the one meant (409: a UID
+/// precondition failed).
+fn gone(e: &KubeError) -> bool {
+    matches!(e.http_status(), Some(404 | 409))
+}
+
 /// Marks one victim `DisruptionTarget=True` as the scheduler does before its delete; `Ok(false)`
 /// when it is gone already (or replaced under its name). Only for `--preemption=delete`: the
 /// Eviction API writes its own condition. Not called in dry-run mode.
 #[tracing::instrument(skip_all, fields(victim = %format!("{}/{}", victim.namespace, victim.name), uid = %victim.uid))]
 pub async fn mark_victim(client: &Client, scheduler_name: &str, victim: &Victim) -> Result<bool, KubeError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), &victim.namespace);
-    let patch = Patch::Strategic(disruption_target_patch(scheduler_name, jiff::Timestamp::now()));
-    match rbac::PODS_STATUS_PATCH
-        .run(
-            verb::PATCH,
-            api.patch_status(&victim.name, &PatchParams::default(), &patch),
-        )
-        .await
-    {
-        Ok(pod) if pod.metadata.uid.as_deref() == Some(victim.uid.as_str()) => Ok(true),
-        // Another Pod under the victim's name: not the one decided on (and now marked, as
-        // upstream's patch would have; the disruption controller clears a stale mark).
-        Ok(_) => Ok(false),
-        Err(e) if matches!(e.http_status(), Some(404 | 409)) => Ok(false),
-        Err(e) => Err(e),
-    }
+    let patch = disruption_target_patch(scheduler_name, jiff::Timestamp::now());
+    // Another Pod under the victim's name is not the one decided on (and now marked, as
+    // upstream's patch would have; the disruption controller clears a stale mark).
+    Ok(patch_victim_status(client, victim, patch)
+        .await?
+        .is_some_and(|pod| pod.metadata.uid.as_deref() == Some(victim.uid.as_str())))
 }
 
 /// Takes back [`mark_victim`]'s mark of a victim that is not going to be removed after all;
 /// one that is gone needs nothing.
 #[tracing::instrument(skip_all, fields(victim = %format!("{}/{}", victim.namespace, victim.name), uid = %victim.uid))]
 pub async fn unmark_victim(client: &Client, victim: &Victim) -> Result<(), KubeError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), &victim.namespace);
-    let patch = Patch::Strategic(disruption_target_cleared_patch(jiff::Timestamp::now()));
-    match rbac::PODS_STATUS_PATCH
-        .run(
-            verb::PATCH,
-            api.patch_status(&victim.name, &PatchParams::default(), &patch),
-        )
-        .await
-    {
-        Err(e) if matches!(e.http_status(), Some(404 | 409)) => Ok(()),
-        other => other.map(|_| ()),
-    }
+    patch_victim_status(
+        client,
+        victim,
+        disruption_target_cleared_patch(jiff::Timestamp::now()),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// Removes one victim as configured (with `--preemption=delete`, once [`mark_victim`] marked
@@ -155,7 +167,6 @@ pub async fn remove_victim(
         uid: Some(victim.uid.clone()),
         resource_version: None,
     });
-    let gone = |e: &KubeError| matches!(e.http_status(), Some(404 | 409));
     let removed = match config.preemption {
         PreemptionMode::Delete => {
             let params = DeleteParams {

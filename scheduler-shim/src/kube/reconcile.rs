@@ -904,6 +904,8 @@ impl preempt::Backend for KubeCycle<'_> {
         }
         let node = b.config.node_name.clone();
         let mut removed = 0u64;
+        // Marked and not removed yet: what a failure part-way takes back.
+        let mut staying = std::mem::take(&mut marked.marked);
         for victim in &decision.victims {
             let victim_key = format!("{}/{}", victim.namespace, victim.name);
             if victim.terminating {
@@ -916,7 +918,11 @@ impl preempt::Backend for KubeCycle<'_> {
                 tracing::info!(victim = %victim_key, "victim already gone");
                 continue;
             }
-            match effects::remove_victim(&b.client, &b.config, victim).await {
+            let outcome = effects::remove_victim(&b.client, &b.config, victim).await;
+            if outcome.is_ok() {
+                staying.remove(&victim.uid);
+            }
+            match outcome {
                 Ok(VictimOutcome::Removed) => {
                     removed += 1;
                     self.report.preempted.push(victim_key);
@@ -936,18 +942,6 @@ impl preempt::Backend for KubeCycle<'_> {
                 Err(error) => {
                     tracing::warn!(pod = %resize.key, victim = %victim_key, %error, "preemption failed");
                     // This victim and those after it stay; the ones before it are on their way.
-                    let removed: BTreeSet<&str> = decision
-                        .victims
-                        .iter()
-                        .take_while(|v| v.uid != victim.uid)
-                        .map(|v| v.uid.as_str())
-                        .collect();
-                    let staying: BTreeSet<String> = marked
-                        .marked
-                        .iter()
-                        .filter(|uid| !removed.contains(uid.as_str()))
-                        .cloned()
-                        .collect();
                     b.unmark(decision, &staying).await;
                     let why = format!("could not preempt {victim_key}: {error}");
                     b.failed(resizer, resize.generation, why.clone()).await;
