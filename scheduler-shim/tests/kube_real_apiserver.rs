@@ -320,7 +320,7 @@ fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evi
     let kubeconfig = plane
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
-    let (_daemon, socket, daemon_log) = start_headroomd(&plane, &kubeconfig);
+    let (daemon, socket, daemon_log) = start_headroomd(&plane, &kubeconfig);
     // Two readings of the new cgroup's files (headroomd walks the tree every 500 ms without probes).
     thread::sleep(Duration::from_millis(1500));
     defer_the_seed_resize(&plane);
@@ -386,7 +386,13 @@ fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evi
         "reserved before the shrink was actuated:\n{}",
         shim.log()
     );
+    // headroomd counts the node from its own watch, a moment behind the shim's: paused while the
+    // kubelet actuates the shrink, it first refuses the room the shim's count already has (under
+    // load that happens by itself). The shim asks again on headroomd's next snapshot.
+    let paused = daemon.pause().unwrap();
     actuate_as_the_kubelet(&plane, "low-priority-pod");
+    thread::sleep(Duration::from_millis(500));
+    drop(paused);
     wait_for(&shim, "the room to be reserved", Duration::from_secs(30), || {
         shim.log()
             .contains("reserved in headroomd's ledger")
@@ -610,9 +616,12 @@ fn a_watch_expired_with_410_gone_is_relisted_and_the_shim_decides_on_the_fresh_l
         log.contains("410") || log.contains("too old resource version") || log.contains("Expired"),
         "the re-list followed a 410 Gone, which the shim logged:\n{log}"
     );
-    assert!(
-        log.contains("re-listed: in step again"),
-        "the shim says it is in step:\n{log}"
+    // The list counter moves when the list starts; the shim says so once its last page is in.
+    wait_for(
+        &shim,
+        "the shim to say it is in step",
+        Duration::from_secs(30),
+        || shim.log().contains("re-listed: in step again").then_some(()),
     );
 
     defer_the_seed_resize(&plane);
@@ -773,4 +782,55 @@ fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_
         .service_account_kubeconfig("headroom-system", "headroom")
         .unwrap();
     an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "failed calling webhook");
+}
+
+/// The shim's client reaches the real API server over HTTP/2, with the ServiceAccount's token
+/// and the control plane's CA (a typed read goes through), while kube's own client, given the
+/// same kubeconfig, answers over HTTP/1.1: the version check tells the two apart.
+#[test]
+fn the_shims_client_speaks_http2_to_the_api_server_with_kubes_auth() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    let plane = seed_cluster();
+    let kubeconfig = plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            Kubeconfig::read_from(&kubeconfig).unwrap(),
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        let version_of = |client: kube::Client| async move {
+            // list, not get: the DaemonSet's role lists and watches Pods and may not get one.
+            let request = http::Request::get("/api/v1/namespaces/default/pods?limit=1")
+                .body(kube::client::Body::empty())
+                .unwrap();
+            let response = client.send(request).await.unwrap();
+            assert_eq!(response.status(), http::StatusCode::OK);
+            response.version()
+        };
+
+        let ours = headroom_shim::kube::client::http2_client(config.clone()).unwrap();
+        assert_eq!(version_of(ours.clone()).await, http::Version::HTTP_2);
+        let pods = kube::Api::<Pod>::namespaced(ours, "default")
+            .list(&kube::api::ListParams::default().fields("metadata.name=low-priority-pod"))
+            .await
+            .unwrap();
+        let names: Vec<_> = pods
+            .items
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        assert_eq!(names, ["low-priority-pod"]);
+
+        let kubes_own = kube::Client::try_from(config).unwrap();
+        assert_eq!(version_of(kubes_own).await, http::Version::HTTP_11);
+    });
 }

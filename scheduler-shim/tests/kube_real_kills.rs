@@ -194,17 +194,36 @@ fn one_resize(
         || agent.logs(),
     );
     // Evictions as the API server answered them (its audit log): an Event can be lost with the
-    // shim that was about to write it, an eviction cannot.
-    let evictions: Vec<_> = plane
+    // shim that was about to write it, an eviction cannot. A shim killed while its eviction was
+    // in flight leaves a call the API server may have carried out and answered as failed (the
+    // client gone: 5xx): such a call counts as possibly made.
+    let all_evictions: Vec<_> = plane
         .eviction_calls()
         .into_iter()
-        .filter(|call| call.namespace == NAMESPACE && call.code < 300)
+        .filter(|call| call.namespace == NAMESPACE)
+        .collect();
+    let evictions: Vec<_> = all_evictions
+        .iter()
+        .filter(|call| call.code < 300)
+        .cloned()
         .collect();
     let of = |name: &str| evictions.iter().filter(|call| call.name == name).count();
-    assert_eq!(
+    let unanswered = all_evictions
+        .iter()
+        .filter(|call| call.name == victim && (call.code == 0 || call.code >= 500))
+        .count();
+    let victims_calls = || {
+        plane
+            .pod_calls()
+            .into_iter()
+            .filter(|call| call.namespace == NAMESPACE && call.name == victim)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        of(&victim) <= 1 && of(&victim) + unanswered >= 1,
+        "rep {rep} ({which:?} killed after {delay:?}): the victim was evicted once: {} answered, {unanswered} possibly made; its calls: {:#?}\n{}",
         of(&victim),
-        1,
-        "rep {rep} ({which:?} killed after {delay:?}): the victim was evicted once: {evictions:#?}\n{}",
+        victims_calls(),
         agent.logs()
     );
     assert_eq!(

@@ -125,9 +125,10 @@ pub struct ControlPlane {
     etcd_url: String,
 }
 
-/// kube-apiserver's audit policy: every call to a Pod's `eviction` subresource, nothing else, so
-/// that a test can count evictions as the API server saw them (Events can be lost with the
-/// process that was to write them).
+/// kube-apiserver's audit policy: the calls that preempt a Pod or write its status (a Pod's
+/// `eviction` subresource, its `status` writes, Pod deletes), nothing else, so that a test can
+/// count evictions as the API server saw them (Events can be lost with the process that was to
+/// write them) and a benchmark can time a preemption on the server's clock.
 const AUDIT_POLICY: &str = "audit-policy.yaml";
 const AUDIT_LOG: &str = "audit.log";
 const AUDIT_POLICY_YAML: &str = "apiVersion: audit.k8s.io/v1
@@ -137,9 +138,32 @@ rules:
 - level: Metadata
   resources:
   - group: \"\"
-    resources: [pods/eviction]
+    resources: [pods/eviction, pods/status]
+  verbs: [create, patch, update]
+- level: Metadata
+  resources:
+  - group: \"\"
+    resources: [pods]
+  verbs: [delete]
 - level: None
 ";
+
+/// One call on a Pod as kube-apiserver's audit log has it (the policy above).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodCall {
+    pub namespace: String,
+    pub name: String,
+    /// `""` for the Pod itself, `status`, `eviction`.
+    pub subresource: String,
+    /// `patch`, `update`, `create`, `delete`.
+    pub verb: String,
+    /// Who asked (`user.username`).
+    pub user: String,
+    pub code: u16,
+    /// When the API server received the request, and when it had answered.
+    pub received: jiff::Timestamp,
+    pub completed: jiff::Timestamp,
+}
 
 /// One call to the Eviction API, from kube-apiserver's audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,26 +180,41 @@ impl ControlPlane {
     /// Every Eviction API call answered so far, oldest first (the audit log; lines that do not
     /// parse are skipped: the API server may be writing the last one).
     pub fn eviction_calls(&self) -> Vec<EvictionCall> {
+        self.pod_calls()
+            .into_iter()
+            .filter(|call| call.subresource == "eviction")
+            .map(|call| EvictionCall {
+                namespace: call.namespace,
+                name: call.name,
+                user: call.user,
+                code: call.code,
+            })
+            .collect()
+    }
+
+    /// Every audited call on a Pod answered so far, oldest first (lines that do not parse are
+    /// skipped: the API server may be writing the last one).
+    pub fn pod_calls(&self) -> Vec<PodCall> {
         let text = std::fs::read_to_string(self.dir().join(AUDIT_LOG)).unwrap_or_default();
         text.lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .filter(|event| {
-                event["stage"] == "ResponseComplete" && event["objectRef"]["subresource"] == "eviction"
-            })
-            .map(|event| EvictionCall {
-                namespace: event["objectRef"]["namespace"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                name: event["objectRef"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                user: event["user"]["username"].as_str().unwrap_or_default().to_string(),
-                code: event["responseStatus"]["code"]
-                    .as_u64()
-                    .and_then(|c| u16::try_from(c).ok())
-                    .unwrap_or(0),
+            .filter(|event| event["stage"] == "ResponseComplete")
+            .filter_map(|event| {
+                let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                let at = |key: &str| event[key].as_str()?.parse::<jiff::Timestamp>().ok();
+                Some(PodCall {
+                    namespace: text(&event["objectRef"]["namespace"]),
+                    name: text(&event["objectRef"]["name"]),
+                    subresource: text(&event["objectRef"]["subresource"]),
+                    verb: text(&event["verb"]),
+                    user: text(&event["user"]["username"]),
+                    code: event["responseStatus"]["code"]
+                        .as_u64()
+                        .and_then(|c| u16::try_from(c).ok())
+                        .unwrap_or(0),
+                    received: at("requestReceivedTimestamp")?,
+                    completed: at("stageTimestamp")?,
+                })
             })
             .collect()
     }

@@ -28,7 +28,8 @@ pub mod tutorial;
 
 pub use cluster::{LoadError, load_cluster_file};
 pub use control_plane::{
-    ControlPlane, ControlPlaneError, ControlPlaneOptions, EvictionCall, KUBERNETES_VERSION, SchedulerGate,
+    ControlPlane, ControlPlaneError, ControlPlaneOptions, EvictionCall, KUBERNETES_VERSION, PodCall,
+    SchedulerGate,
 };
 pub use node::{Node, NodeError, NodeOptions};
 pub use process::LoggedChild;

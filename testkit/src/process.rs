@@ -44,9 +44,26 @@ impl LoggedChild {
         &self.log
     }
 
+    /// Stops it (SIGSTOP) until the guard is dropped (SIGCONT): a program that falls behind.
+    pub fn pause(&self) -> std::io::Result<Paused> {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).map_err(std::io::Error::other)?);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP)?;
+        Ok(Paused(pid))
+    }
+
     /// Whether it is still running (`None`), or how it ended.
     pub fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
         self.child.try_wait()
+    }
+}
+
+/// A [`LoggedChild`] stopped until this is dropped ([`LoggedChild::pause`]).
+#[must_use = "the program runs again when this is dropped"]
+pub struct Paused(nix::unistd::Pid);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
     }
 }
 

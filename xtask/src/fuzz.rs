@@ -99,12 +99,40 @@ pub(crate) fn coverage(line: &str) -> Option<Coverage> {
     seen.then_some(c)
 }
 
+/// When a target's counters last grew, in its own CPU time.
+///
+/// The plateau is judged on `cov` (edges reached) alone. `ft` (libFuzzer's features) also counts
+/// hit-count buckets per edge and, for parsers, keeps growing with input length and loop counts
+/// long after the last new edge; it is reported beside, not waited for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Growth {
+    pub last: Coverage,
+    pub cov_grew_at: Duration,
+    pub ft_grew_at: Duration,
+}
+
+impl Growth {
+    /// Takes a status line's counters, read when the target had run `cpu`.
+    pub(crate) fn observe(&mut self, c: Coverage, cpu: Duration) {
+        if c.cov > self.last.cov {
+            self.cov_grew_at = cpu;
+        }
+        if c.ft > self.last.ft {
+            self.ft_grew_at = cpu;
+        }
+        self.last = c;
+    }
+
+    /// Whether no new edge was reached for `quiet` of CPU time up to `cpu`.
+    pub(crate) fn plateau(&self, cpu: Duration, quiet: Duration) -> bool {
+        self.last.cov > 0 && cpu.saturating_sub(self.cov_grew_at) >= quiet
+    }
+}
+
 /// What one target's run reached.
 struct Reached {
     target: String,
-    last: Coverage,
-    /// When coverage (cov or features) last grew, in the target's own CPU time.
-    grew_at: Duration,
+    growth: Growth,
     /// Its CPU time in all.
     cpu: Duration,
     ran: Duration,
@@ -122,8 +150,8 @@ pub(crate) enum Priority {
 }
 
 /// Builds every target, then runs each (or those named) for `seconds`; with `plateau`, a target
-/// stops early once neither its coverage nor its features grew for that much of its own CPU
-/// time (wall time would count the time a busy machine kept it waiting), and a table of what
+/// stops early once its coverage (edges, see [`Growth`]) did not grow for that much of its own
+/// CPU time (wall time would count the time a busy machine kept it waiting), and a table of what
 /// each reached is printed (and written to target/fuzz-plateau.md).
 pub(crate) fn fuzz(
     root: &Path,
@@ -190,18 +218,19 @@ pub(crate) fn fuzz(
     progress("fuzz: no target found a crash");
     if !reached.is_empty() {
         let mut table = String::from(
-            "| target | ran (wall) | on CPU | coverage last grew at (CPU) | cov | ft | corpus (libFuzzer) | plateau |\n|---|---|---|---|---|---|---|---|\n",
+            "| target | ran (wall) | on CPU | cov last grew at (CPU) | ft last grew at (CPU) | cov | ft | corpus (libFuzzer) | plateau |\n|---|---|---|---|---|---|---|---|---|\n",
         );
         for r in &reached {
             table.push_str(&format!(
-                "| `{}` | {} s | {} s | {} s | {} | {} | {} | {} |\n",
+                "| `{}` | {} s | {} s | {} s | {} s | {} | {} | {} | {} |\n",
                 r.target,
                 r.ran.as_secs(),
                 r.cpu.as_secs(),
-                r.grew_at.as_secs(),
-                r.last.cov,
-                r.last.ft,
-                r.last.corpus,
+                r.growth.cov_grew_at.as_secs(),
+                r.growth.ft_grew_at.as_secs(),
+                r.growth.last.cov,
+                r.growth.last.ft,
+                r.growth.last.corpus,
                 if r.plateau { "yes" } else { "no (time limit)" }
             ));
         }
@@ -234,7 +263,7 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
             }
         }
     });
-    let (mut last, mut grew_at, mut plateau) = (Coverage::default(), Duration::ZERO, false);
+    let (mut growth, mut plateau) = (Growth::default(), false);
     let mut tail: Vec<String> = Vec::new();
     loop {
         if cpu_read_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
@@ -250,10 +279,7 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(line) => {
                 if let Some(c) = coverage(&line) {
-                    if c.cov > last.cov || c.ft > last.ft {
-                        grew_at = cpu;
-                    }
-                    last = c;
+                    growth.observe(c, cpu);
                 }
                 tail.push(line);
                 if tail.len() > 40 {
@@ -263,7 +289,7 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if !plateau && last.cov > 0 && cpu.saturating_sub(grew_at) >= quiet {
+        if !plateau && growth.plateau(cpu, quiet) {
             plateau = true;
             let _ = Command::new("kill")
                 .args(["-INT", &child.id().to_string()])
@@ -276,19 +302,19 @@ fn until_plateau(target: &str, mut cmd: Command, quiet: Duration) -> Result<Reac
     }
     let ran = started.elapsed();
     progress(&format!(
-        "fuzz: {target}: cov {} ft {} corpus {} after {} s ({} s on CPU); coverage last grew at {} s on CPU{}",
-        last.cov,
-        last.ft,
-        last.corpus,
+        "fuzz: {target}: cov {} ft {} corpus {} after {} s ({} s on CPU); cov last grew at {} s, ft at {} s on CPU{}",
+        growth.last.cov,
+        growth.last.ft,
+        growth.last.corpus,
         ran.as_secs(),
         cpu.as_secs(),
-        grew_at.as_secs(),
+        growth.cov_grew_at.as_secs(),
+        growth.ft_grew_at.as_secs(),
         if plateau { " (plateau)" } else { "" }
     ));
     Ok(Reached {
         target: target.to_string(),
-        last,
-        grew_at,
+        growth,
         cpu,
         ran,
         plateau,
@@ -336,5 +362,30 @@ mod tests {
         );
         assert_eq!(cpu_time(""), None);
         assert_eq!(coverage("#2\tINITED exec/s: 0 rss: 30Mb"), None);
+    }
+
+    #[test]
+    fn the_plateau_waits_for_edges_not_features() {
+        let at = |c: u64, f: u64| Coverage {
+            runs: 1,
+            cov: c,
+            ft: f,
+            corpus: 1,
+        };
+        let secs = Duration::from_secs;
+        let mut growth = Growth::default();
+        assert!(!growth.plateau(secs(1000), secs(10)), "nothing seen yet");
+        growth.observe(at(100, 400), secs(5));
+        growth.observe(at(120, 450), secs(20));
+        // Features keep growing, edges do not.
+        growth.observe(at(120, 900), secs(40));
+        assert_eq!((growth.cov_grew_at, growth.ft_grew_at), (secs(20), secs(40)));
+        assert!(!growth.plateau(secs(29), secs(10)));
+        assert!(growth.plateau(secs(30), secs(10)));
+        growth.observe(at(121, 900), secs(45));
+        assert!(
+            !growth.plateau(secs(50), secs(10)),
+            "a new edge restarts the window"
+        );
     }
 }

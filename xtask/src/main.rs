@@ -103,7 +103,7 @@ enum Task {
         /// Seconds per target (at most, with --plateau).
         #[arg(long, default_value_t = 30)]
         seconds: u64,
-        /// Stop a target once its coverage has not grown for this many seconds of its CPU
+        /// Stop a target once its coverage (edges: cov) has not grown for this many seconds of its CPU
         /// time, and print (and write to target/fuzz-plateau.md) what each reached.
         #[arg(long, value_name = "SECONDS")]
         plateau: Option<u64>,

@@ -234,6 +234,22 @@ impl LiveHeadroom {
         self.shared.latest.borrow().clone()
     }
 
+    /// Waits for a snapshot newer than `version` until `until`; its version, or `None` at the
+    /// deadline (or once the subscription is gone).
+    pub async fn newer_than(&self, version: u64, until: tokio::time::Instant) -> Option<u64> {
+        let mut updates = self.shared.latest.subscribe();
+        loop {
+            let held = updates.borrow_and_update().as_ref().map(|l| l.snapshot.version);
+            if let Some(newer) = held.filter(|&v| v > version) {
+                return Some(newer);
+            }
+            match tokio::time::timeout_at(until, updates.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return None,
+            }
+        }
+    }
+
     /// The newest snapshot if it is at most `bound` old; otherwise one from `GetHeadroom`, if that
     /// one is. Anything else is a reason not to evict.
     pub async fn fresh(&self, bound: Duration) -> Result<Arc<Latest>, NotFresh> {

@@ -22,6 +22,7 @@
 //! resize preemption (read live from the Node watch, decided by the core).
 
 pub mod board;
+pub mod client;
 pub mod effects;
 pub mod headroomd;
 pub mod http;
@@ -314,9 +315,9 @@ pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
         .map_err(|e| KubeError::Client(Box::new(kube::Error::InferConfig(e))))?;
     // kube's default retry layer retries 429 for minutes: an Eviction refused by a
     // PodDisruptionBudget (429) must reach the reconciler at once, which reports it and retries
-    // on its own cycle.
+    // on its own cycle. (The HTTP/2 client has no retry layer; this keeps the proxy fallback so.)
     kubeconfig.default_retry = false;
-    let client = kube::Client::try_from(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
+    let client = client::http2_client(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
     let metrics = Arc::new(Metrics::default());
     let ledger = match args.ledger {
         LedgerKind::Headroomd => NodeLedger::headroomd(&args.headroomd_socket, metrics.clone()),

@@ -21,7 +21,7 @@ use kube::Client;
 use super::board::{Board, Stage};
 use super::effects::{self, EventSpec, VictimOutcome, actions, reasons};
 use super::headroomd::{LiveHeadroom, NotFresh, unaccounted_reservations};
-use super::reservations::Reserve;
+use super::reservations::{ReservationError, Reserve};
 use super::{
     KubeConfig, KubeError, Metrics, NodeLedger, OPT_OUT_LABEL, OPT_OUT_VALUE, PreemptionMode, Reservations,
     Stores,
@@ -791,7 +791,26 @@ impl preempt::Backend for KubeCycle<'_> {
             ttl: b.config.resize_timeout,
             releasing_pod_uids: reservation.releasing_pod_uids.clone(),
         };
-        if let Err(error) = b.reservations.reserve(reserve).await {
+        let mut result = b.reservations.reserve(reserve.clone()).await;
+        // headroomd counts the node from its own watch of the API server, a moment behind the
+        // shim's (a shrink the kubelet just actuated): when the shim's count has the room, ask
+        // again on each newer snapshot, for as long as a snapshot may be old.
+        // (`live` is there only with headroomd's ledger.)
+        let own_count_fits = reserve.available.cpu_millis >= reserve.amount.cpu_millis
+            && reserve.available.memory_bytes >= reserve.amount.memory_bytes;
+        if let (Err(ReservationError::Refused(why)), Some(live), true) = (&result, &b.live, own_count_fits) {
+            tracing::info!(pod = %resize.key, %why, "headroomd does not count the room yet; asking again on its next snapshot");
+            let until = tokio::time::Instant::now() + b.config.max_headroom_age;
+            let mut seen = live.latest().map_or(0, |l| l.snapshot.version);
+            while matches!(result, Err(ReservationError::Refused(_))) {
+                let Some(version) = live.newer_than(seen, until).await else {
+                    break;
+                };
+                seen = version;
+                result = b.reservations.reserve(reserve.clone()).await;
+            }
+        }
+        if let Err(error) = result {
             tracing::warn!(pod = %resize.key, %error, "no reservation; not preempting");
             b.failed(
                 Self::resizer(resize),

@@ -31,8 +31,9 @@ pub struct Reserve {
     pub pod_uid: String,
     /// The extra room: requested − admitted.
     pub amount: Resources,
-    /// The room the node has for it once the victims are gone, by the decision's count. Only the
-    /// [`LocalLedger`] uses it; headroomd checks against its own live figures.
+    /// The room the node has for it once the victims are gone, by the decision's count. The
+    /// [`LocalLedger`] checks against it; headroomd checks against its own live figures, and the
+    /// shim asks headroomd again while this says the room is there.
     pub available: Resources,
     pub ttl: Duration,
     /// Uids of the victims evicted for this room: headroomd counts the node as if they were gone
