@@ -79,13 +79,76 @@ fn busy_loop(pin: Option<u32>) -> String {
 }
 
 /// How much of the run the throttled cgroup must have spent throttled, as the kernel counts it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Expect {
     /// Throttled in most of its periods (a loop that never sleeps).
     MostPeriods,
     /// Throttled and unthrottled again and again: at least `episodes` throttled periods, and
-    /// periods that ran out of work before the quota (the loop slept).
-    OnAndOff { episodes: u64 },
+    /// periods that ran out of work before the quota (the loop slept). The loop appends a line
+    /// to `sleeps` before each sleep.
+    OnAndOff {
+        episodes: u64,
+        sleeps: std::path::PathBuf,
+    },
+}
+
+/// The throttled periods `nr_throttled` may count beyond the tasks the probes saw stopped.
+///
+/// A queue can run out of quota just as the group goes to sleep: charged when its last task
+/// leaves the CPU, or when a forked child is queued on another CPU's empty queue. It is then
+/// throttled until the next period with no task stopped: `nr_throttled` counts that period, and
+/// nobody waits in it (task-based throttling, Linux ≥ 6.18, books `throttled_time` only from
+/// the first task stopped). The probes count tasks stopped, so they may miss at most one such
+/// period per sleep of the workload. A one-off measurement on 6.18 (not a command here), with
+/// the former fixed 20 000-iteration burst that ended at the quota about half the time: 59 begins
+/// for 75 throttled periods; bursts of several periods miss 0–2 (this test prints its figures).
+fn stop_free_allowance(expect: &Expect) -> u64 {
+    match expect {
+        Expect::OnAndOff { sleeps, .. } => {
+            std::fs::read_to_string(sleeps).map_or(0, |s| s.lines().count() as u64)
+        }
+        Expect::MostPeriods => 0,
+    }
+}
+
+/// Iterations of a shell counting loop that take about `cpu` of one CPU here (timed unthrottled,
+/// the quickest of three runs, as a busy machine only ever slows a run), so that a burst spans the
+/// same periods on a fast host and in a slow guest.
+fn calibrated_iterations(cpu: Duration) -> u64 {
+    const PROBE: u64 = 50_000;
+    let took = (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(counting_loop(PROBE))
+                .status()
+                .unwrap();
+            assert!(status.success(), "the counting loop ran: {status:?}");
+            started.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+        .max(1e-3);
+    ((PROBE as f64 * cpu.as_secs_f64() / took) as u64).clamp(2_000, 5_000_000)
+}
+
+fn counting_loop(iterations: u64) -> String {
+    format!("i=0; while [ $i -lt {iterations} ]; do i=$((i+1)); done")
+}
+
+/// [`episodes_agree`]'s tolerance, as the figures print it.
+fn episodes_tolerance(allowance: u64) -> String {
+    if allowance == 0 {
+        "5%".to_owned()
+    } else {
+        format!("5%, less up to {allowance} stop-free periods (one per sleep)")
+    }
+}
+
+/// `ours` within 5% of the kernel's `nr_throttled`, less at most `allowance` stop-free periods.
+fn episodes_agree(ours: u64, kernel: u64, allowance: u64) -> bool {
+    let lowest = kernel.saturating_sub(allowance) as f64 * 0.95;
+    (lowest..=kernel as f64 * 1.05).contains(&(ours as f64))
 }
 
 /// `workloads` (shell commands) run for `seconds` in a cgroup limited to `quota_us` per
@@ -134,6 +197,7 @@ fn throttle_case(test: &str, workloads: &[String], quota_us: u64, seconds: u64, 
     probes.drain_events(|e| events.push(e));
     let drained_boottime = headroomd::probes::boottime_ns();
     let (kernel_episodes, kernel_ns) = throttled.cpu_throttled();
+    let allowance = stop_free_allowance(&expect);
     let ours = stats_of(&mut probes, CgroupKey::new(cpu.id, throttled.id()));
     throttle_events_agree(
         test,
@@ -141,7 +205,7 @@ fn throttle_case(test: &str, workloads: &[String], quota_us: u64, seconds: u64, 
         CgroupKey::new(cpu.id, throttled.id()),
         CgroupKey::new(cpu.id, sibling.id()),
         (started_boottime, drained_boottime),
-        kernel_episodes,
+        (kernel_episodes, allowance),
         probes.health().unwrap().events_dropped - dropped_before,
     );
     let theirs = stats_of(&mut probes, CgroupKey::new(cpu.id, sibling.id()));
@@ -149,12 +213,13 @@ fn throttle_case(test: &str, workloads: &[String], quota_us: u64, seconds: u64, 
         "{test}: episodes: probes {} vs cpu.stat nr_throttled {kernel_episodes}; throttled: probes {} ns vs cpu.stat {kernel_ns} ns",
         ours.throttle_episodes, ours.throttled_ns
     );
+    let tolerance = episodes_tolerance(allowance);
     figure(
         test,
         "throttle episodes vs nr_throttled",
         ours.throttle_episodes,
         kernel_episodes,
-        "5%",
+        &tolerance,
     );
     figure(
         test,
@@ -178,7 +243,7 @@ fn throttle_case(test: &str, workloads: &[String], quota_us: u64, seconds: u64, 
                 "the quota throttled the loops ({kernel_episodes} throttled periods of about {periods})"
             );
         }
-        Expect::OnAndOff { episodes } => {
+        Expect::OnAndOff { episodes, .. } => {
             let active_periods = throttled.stat("cpu.stat", "nr_periods");
             figure(
                 test,
@@ -191,11 +256,17 @@ fn throttle_case(test: &str, workloads: &[String], quota_us: u64, seconds: u64, 
                 kernel_episodes >= episodes && kernel_episodes < active_periods,
                 "the cgroup throttled and unthrottled again and again: nr_throttled {kernel_episodes} of nr_periods {active_periods}"
             );
+            // Long bursts keep the sleeps, and so the allowance, a small part of the episodes
+            // (about one in nine with 100 ms bursts; CI once saw one in four with 60 ms).
+            assert!(
+                allowance * 3 <= kernel_episodes,
+                "{allowance} sleeps for {kernel_episodes} throttled periods: the bursts are too short to tell"
+            );
         }
     }
     assert!(
-        within(ours.throttle_episodes as f64, kernel_episodes as f64, 0.05),
-        "throttle episodes {} not within 5% of nr_throttled {kernel_episodes}",
+        episodes_agree(ours.throttle_episodes, kernel_episodes, allowance),
+        "throttle episodes {} not within {tolerance} of nr_throttled {kernel_episodes}",
         ours.throttle_episodes
     );
     assert!(
@@ -216,7 +287,8 @@ fn throttle_case(test: &str, workloads: &[String], quota_us: u64, seconds: u64, 
 }
 
 /// The pushed episode events of `ours`: one begin per episode the kernel counted (the node-wide
-/// episode, within 5% of `nr_throttled` as the counter is), begins and ends alternating, each
+/// episode, within 5% of `nr_throttled` as the counter is, less the stop-free periods allowed),
+/// begins and ends alternating, each
 /// end with the length since its begin, stamped on CLOCK_BOOTTIME within `window`; none for the
 /// unthrottled sibling.
 fn throttle_events_agree(
@@ -225,7 +297,7 @@ fn throttle_events_agree(
     ours: CgroupKey,
     sibling: CgroupKey,
     window: (u64, u64),
-    kernel_episodes: u64,
+    (kernel_episodes, allowance): (u64, u64),
     dropped: u64,
 ) {
     let kind = |e: &headroom_common::ProbeEvent| EventKind::from_raw(e.kind);
@@ -239,17 +311,18 @@ fn throttle_events_agree(
         .iter()
         .filter(|e| kind(e) == Some(EventKind::ThrottleBegin))
         .count() as u64;
+    let tolerance = episodes_tolerance(allowance);
     figure(
         test,
         "pushed throttle-begin events vs nr_throttled",
         begins,
         kernel_episodes,
-        "5%",
+        &tolerance,
     );
     assert_eq!(dropped, 0, "no event was lost");
     assert!(
-        within(begins as f64, kernel_episodes as f64, 0.05),
-        "{begins} throttle-begin events, not within 5% of nr_throttled {kernel_episodes}"
+        episodes_agree(begins, kernel_episodes, allowance),
+        "{begins} throttle-begin events, not within {tolerance} of nr_throttled {kernel_episodes}"
     );
     let mut open: Option<u64> = None;
     for e in &mine {
@@ -294,18 +367,27 @@ fn throttling_one_task_matches_cpu_stat_and_spares_the_unthrottled_sibling() {
 
 #[test]
 fn throttling_on_and_off_matches_cpu_stat() {
-    // A loop that works a while, then sleeps 100 ms, over and over, under 10% of a CPU: each
-    // burst is throttled for a few periods, then the group goes idle mid-period and its run
+    // A loop that works about 100 ms, then sleeps 100 ms, over and over, under 10% of a CPU: each
+    // burst is throttled for several periods, then the group goes idle mid-period and its run
     // queue is no longer throttled when the task next runs. Episodes must open and close
     // with the kernel's periods through all of it.
-    let burst = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
+    let sleeps = std::env::temp_dir().join(format!("headroom-on-and-off-{}", std::process::id()));
+    let _ = std::fs::remove_file(&sleeps);
+    let burst = counting_loop(calibrated_iterations(Duration::from_millis(100)));
     throttle_case(
         "throttling_on_and_off",
-        &[format!("sh -c 'while :; do {burst}; sleep 0.1; done'")],
+        &[format!(
+            "sh -c 'while :; do {burst}; echo >> {}; sleep 0.1; done'",
+            sleeps.display()
+        )],
         10_000,
         10,
-        Expect::OnAndOff { episodes: 30 },
+        Expect::OnAndOff {
+            episodes: 30,
+            sleeps: sleeps.clone(),
+        },
     );
+    let _ = std::fs::remove_file(&sleeps);
 }
 
 #[test]
