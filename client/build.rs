@@ -28,8 +28,12 @@ fn commit(manifest: &PathBuf) -> String {
     ]
     .into_iter()
     .flatten()
+    .map(|path| manifest.join(path))
+    // A path that does not exist (no packed-refs in a fresh clone; a branch only packed) would
+    // make cargo rerun this script, and rebuild every crate above it, on every build.
+    .filter(|path| path.exists())
     {
-        println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+        println!("cargo:rerun-if-changed={}", path.display());
     }
     git(manifest, &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into())
 }

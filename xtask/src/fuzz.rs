@@ -206,6 +206,12 @@ pub(crate) fn fuzz(
                 "-print_final_stats=1",
             ])
             .arg(&corpus);
+        // A dictionary of the format's words (YAML keys, JSON field names) gets past the
+        // parser's first checks far sooner than byte mutations find them.
+        let dict = root.join("fuzz/dicts").join(format!("{target}.dict"));
+        if dict.is_file() {
+            cmd.arg(format!("-dict={}", dict.display()));
+        }
         let seeds = root.join("fuzz/seeds").join(target);
         if seeds.is_dir() {
             cmd.arg(&seeds);
