@@ -159,6 +159,7 @@ pub(crate) fn fuzz(
     seconds: u64,
     plateau: Option<u64>,
     priority: Priority,
+    keep_corpus: bool,
 ) -> Result<()> {
     for name in names {
         if !TARGETS.contains(&name.as_str()) {
@@ -212,13 +213,21 @@ pub(crate) fn fuzz(
         if dict.is_file() {
             cmd.arg(format!("-dict={}", dict.display()));
         }
+        // The committed corpus of the last kept run, then the hand-written seeds: read, never
+        // written (new inputs go to the first directory, `fuzz/corpus/<target>`).
+        let kept = root.join("fuzz/corpora").join(target);
         let seeds = root.join("fuzz/seeds").join(target);
-        if seeds.is_dir() {
-            cmd.arg(&seeds);
+        for dir in [&kept, &seeds] {
+            if dir.is_dir() {
+                cmd.arg(dir);
+            }
         }
         match plateau {
             None => run(&mut cmd)?,
             Some(quiet) => reached.push(until_plateau(target, cmd, Duration::from_secs(quiet))?),
+        }
+        if keep_corpus {
+            keep(&bin_dir.join(target), target, &[&corpus, &kept, &seeds], &kept)?;
         }
     }
     progress("fuzz: no target found a crash");
@@ -243,6 +252,45 @@ pub(crate) fn fuzz(
         println!("{table}");
         std::fs::write(root.join("target/fuzz-plateau.md"), &table)?;
     }
+    Ok(())
+}
+
+/// Replaces `kept` with a set-cover merge of `inputs` (libFuzzer's `-set_cover_merge=1`: the
+/// fewest inputs that reach every feature any of them reaches). The merge is written to a new
+/// directory first, so a failed merge leaves the old `kept` as it was.
+fn keep(binary: &Path, target: &str, inputs: &[&Path], kept: &Path) -> Result<()> {
+    let fresh = kept.with_extension("merging");
+    if fresh.exists() {
+        std::fs::remove_dir_all(&fresh)?;
+    }
+    std::fs::create_dir_all(&fresh)?;
+    progress(&format!(
+        "fuzz: {target}: set-cover merge into {}",
+        kept.display()
+    ));
+    let mut cmd = Command::new(binary);
+    cmd.args([
+        "-merge=1",
+        "-set_cover_merge=1",
+        "-max_len=8192",
+        "-rss_limit_mb=2048",
+    ])
+    .arg(&fresh)
+    .args(inputs.iter().filter(|d| d.is_dir()))
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    run(&mut cmd).with_context(|| format!("merge the {target} corpus"))?;
+    if kept.exists() {
+        std::fs::remove_dir_all(kept)?;
+    }
+    std::fs::rename(&fresh, kept)?;
+    let (files, bytes) = std::fs::read_dir(kept)?.try_fold((0u64, 0u64), |(n, b), e| {
+        Ok::<_, std::io::Error>((n + 1, b + e?.metadata()?.len()))
+    })?;
+    progress(&format!(
+        "fuzz: {target}: kept {files} inputs, {} KiB",
+        bytes / 1024
+    ));
     Ok(())
 }
 

@@ -111,6 +111,11 @@ enum Task {
         /// wants, so a long run can go on beside builds and benchmarks.
         #[arg(long)]
         background: bool,
+        /// After each target, replace the committed fuzz/corpora/TARGET with a set-cover merge
+        /// (libFuzzer `-set_cover_merge=1`) of it, the run's corpus and the seeds: the smallest
+        /// set with the same coverage, from which the next run, on any machine, resumes.
+        #[arg(long)]
+        keep_corpus: bool,
     },
     /// The kernel tests on the host and in a qemu guest with Debian's 6.1 kernel and pure
     /// cgroup v2; writes the kernel support table to target/kernels/kernels.md.
@@ -217,6 +222,7 @@ fn main() -> Result<()> {
             seconds,
             plateau,
             background,
+            keep_corpus,
         } => fuzz::fuzz(
             &root,
             &targets,
@@ -227,6 +233,7 @@ fn main() -> Result<()> {
             } else {
                 fuzz::Priority::Normal
             },
+            keep_corpus,
         ),
         Task::VmTest {
             write_docs,
