@@ -188,15 +188,7 @@ pub(crate) fn fuzz(
         let artifacts = root.join("fuzz/artifacts").join(target);
         std::fs::create_dir_all(&artifacts)?;
         progress(&format!("fuzz: {target} for {seconds} s"));
-        let mut cmd = match priority {
-            Priority::Normal => Command::new(bin_dir.join(target)),
-            Priority::Background => {
-                // chrt execs the target: the child's pid stays the target's.
-                let mut cmd = Command::new("chrt");
-                cmd.args(["--idle", "0"]).arg(bin_dir.join(target));
-                cmd
-            }
-        };
+        let mut cmd = target_command(&bin_dir.join(target), priority);
         cmd.current_dir(root)
             .arg(format!("-artifact_prefix={}/", artifacts.display()))
             .arg(format!("-max_total_time={seconds}"))
@@ -227,7 +219,8 @@ pub(crate) fn fuzz(
             Some(quiet) => reached.push(until_plateau(target, cmd, Duration::from_secs(quiet))?),
         }
         if keep_corpus {
-            keep(&bin_dir.join(target), target, &[&corpus, &kept, &seeds], &kept)?;
+            let merge = target_command(&bin_dir.join(target), priority);
+            keep(merge, target, &[&corpus, &kept, &seeds], &kept)?;
         }
     }
     progress("fuzz: no target found a crash");
@@ -255,10 +248,24 @@ pub(crate) fn fuzz(
     Ok(())
 }
 
-/// Replaces `kept` with a set-cover merge of `inputs` (libFuzzer's `-set_cover_merge=1`: the
+/// The command that runs a target binary, as `priority` says.
+fn target_command(binary: &Path, priority: Priority) -> Command {
+    match priority {
+        Priority::Normal => Command::new(binary),
+        Priority::Background => {
+            // chrt execs the target: the child's pid stays the target's.
+            let mut cmd = Command::new("chrt");
+            cmd.args(["--idle", "0"]).arg(binary);
+            cmd
+        }
+    }
+}
+
+/// Replaces `kept` with a set-cover merge of `inputs` (run by `cmd`, the target's command) (libFuzzer's `-set_cover_merge=1`: the
 /// fewest inputs that reach every feature any of them reaches). The merge is written to a new
-/// directory first, so a failed merge leaves the old `kept` as it was.
-fn keep(binary: &Path, target: &str, inputs: &[&Path], kept: &Path) -> Result<()> {
+/// directory first, so a failed merge leaves the old `kept` as it was (and no half-merged
+/// directory beside it to be committed by mistake).
+fn keep(mut cmd: Command, target: &str, inputs: &[&Path], kept: &Path) -> Result<()> {
     let fresh = kept.with_extension("merging");
     if fresh.exists() {
         std::fs::remove_dir_all(&fresh)?;
@@ -268,7 +275,6 @@ fn keep(binary: &Path, target: &str, inputs: &[&Path], kept: &Path) -> Result<()
         "fuzz: {target}: set-cover merge into {}",
         kept.display()
     ));
-    let mut cmd = Command::new(binary);
     cmd.args([
         "-merge=1",
         "-set_cover_merge=1",
@@ -279,7 +285,10 @@ fn keep(binary: &Path, target: &str, inputs: &[&Path], kept: &Path) -> Result<()
     .args(inputs.iter().filter(|d| d.is_dir()))
     .stdout(Stdio::null())
     .stderr(Stdio::null());
-    run(&mut cmd).with_context(|| format!("merge the {target} corpus"))?;
+    if let Err(error) = run(&mut cmd) {
+        let _ = std::fs::remove_dir_all(&fresh);
+        return Err(error.context(format!("merge the {target} corpus")));
+    }
     if kept.exists() {
         std::fs::remove_dir_all(kept)?;
     }
