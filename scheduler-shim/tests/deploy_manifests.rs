@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::flowcontrol::v1::FlowSchema;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
@@ -81,6 +82,7 @@ fn check_document(doc: &Value) -> Result<String, String> {
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<RoleBinding>(doc),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(doc),
         ("apps/v1", "DaemonSet") => round_trip::<DaemonSet>(doc),
+        ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema") => round_trip::<FlowSchema>(doc),
         _ => Err(format!("unexpected kind {api_version}/{kind}")),
     }
     .map(|_| kind.to_string())
@@ -121,6 +123,7 @@ fn every_manifest_parses_into_v1_37_types_without_losing_a_field() {
         "ClusterRole",
         "ClusterRoleBinding",
         "DaemonSet",
+        "FlowSchema",
         "Namespace",
         "Role",
         "RoleBinding",
@@ -423,6 +426,18 @@ fn helm_chart_renders_the_same_objects() {
     // The dashboard ConfigMap is the chart's own (the plain manifests have no Grafana).
     plain.insert("ConfigMap".into());
     assert_eq!(kinds, plain);
+    // The release is named `headroom` here, as the plain FlowSchema is.
+    let flow_schema: FlowSchema = serde_json::from_value(
+        rendered
+            .iter()
+            .find(|d| d["kind"] == "FlowSchema")
+            .unwrap()
+            .clone(),
+    )
+    .unwrap();
+    let plain_flow_schema: FlowSchema = typed("FlowSchema");
+    assert_eq!(flow_schema.metadata.name, plain_flow_schema.metadata.name);
+    assert_eq!(flow_schema.spec, plain_flow_schema.spec);
     let ds: DaemonSet = serde_json::from_value(
         rendered
             .iter()

@@ -33,7 +33,7 @@ fn seed_cluster_with(options: ControlPlaneOptions) -> ControlPlane {
     let plane =
         ControlPlane::start(options).unwrap_or_else(|e| panic!("the real control plane must start: {e}"));
     let deploy = workspace().join("deploy/kubernetes");
-    for manifest in ["namespace.yaml", "rbac.yaml"] {
+    for manifest in ["namespace.yaml", "rbac.yaml", "flowschema.yaml"] {
         let path = deploy.join(manifest);
         plane
             .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
@@ -833,4 +833,76 @@ fn the_shims_client_speaks_http2_to_the_api_server_with_kubes_auth() {
         let kubes_own = kube::Client::try_from(config).unwrap();
         assert_eq!(version_of(kubes_own).await, http::Version::HTTP_11);
     });
+}
+
+/// API Priority and Fairness: the DaemonSet's service account, with deploy/'s FlowSchema, is
+/// served at kube-scheduler's priority level (`workload-high`), as the API server itself says in
+/// the response headers of the shim's own client; another service account of the same namespace
+/// stays in the default `service-accounts` schema (`workload-low`).
+#[test]
+fn the_shims_calls_get_the_schedulers_priority_level() {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    let plane = seed_cluster();
+    let uid_of = |kind: &str, name: &str| {
+        plane
+            .kubectl_ok(&["get", kind, name, "-o", "jsonpath={.metadata.uid}"])
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let (high, low) = (
+        uid_of("prioritylevelconfiguration", "workload-high"),
+        uid_of("prioritylevelconfiguration", "workload-low"),
+    );
+    let (ours, default_schema) = (
+        uid_of("flowschema", "headroom"),
+        uid_of("flowschema", "service-accounts"),
+    );
+    plane
+        .kubectl_ok(&[
+            "create",
+            "serviceaccount",
+            "someone-else",
+            "-n",
+            "headroom-system",
+        ])
+        .unwrap();
+    let classified = |account: &str| {
+        let kubeconfig = plane
+            .service_account_kubeconfig("headroom-system", account)
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let config = kube::Config::from_custom_kubeconfig(
+                Kubeconfig::read_from(&kubeconfig).unwrap(),
+                &KubeConfigOptions::default(),
+            )
+            .await
+            .unwrap();
+            let client = headroom_shim::kube::client::http2_client(config).unwrap();
+            // Classification happens before authorisation: a refused call is classified too.
+            let request = http::Request::get("/api/v1/namespaces/default/pods?limit=1")
+                .body(kube::client::Body::empty())
+                .unwrap();
+            let response = client.send(request).await.unwrap();
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (
+                header("X-Kubernetes-PF-FlowSchema-UID"),
+                header("X-Kubernetes-PF-PriorityLevel-UID"),
+            )
+        })
+    };
+    assert_eq!(classified("headroom"), (ours, high));
+    assert_eq!(classified("someone-else"), (default_schema, low));
 }

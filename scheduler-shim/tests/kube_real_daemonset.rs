@@ -173,7 +173,13 @@ fn deploy() -> PathBuf {
 /// address first (`kubectl set env --local`, the manifest otherwise untouched).
 fn apply_the_manifests(plane: &ControlPlane) {
     let file = |name: &str| deploy().join(name).display().to_string();
-    for manifest in ["namespace.yaml", "rbac.yaml", "service.yaml", "viewer-rbac.yaml"] {
+    for manifest in [
+        "namespace.yaml",
+        "rbac.yaml",
+        "flowschema.yaml",
+        "service.yaml",
+        "viewer-rbac.yaml",
+    ] {
         plane.kubectl_ok(&["apply", "-f", &file(manifest)]).unwrap();
     }
     let env = api_server_env(plane);

@@ -178,11 +178,11 @@ pub fn reservations(headroomctl: &Path, socket: &Path) -> Result<Vec<serde_json:
     Ok(snapshot["reservations"].as_array().cloned().unwrap_or_default())
 }
 
-/// The namespace, ServiceAccount and RBAC from `deploy/kubernetes/`, applied with kubectl, and
+/// The namespace, ServiceAccount, RBAC and FlowSchema from `deploy/kubernetes/`, applied with kubectl, and
 /// a kubeconfig of that ServiceAccount.
 pub fn apply_rbac(plane: &ControlPlane, workspace: &Path) -> Result<PathBuf, String> {
     let deploy = workspace.join("deploy/kubernetes");
-    for manifest in ["namespace.yaml", "rbac.yaml"] {
+    for manifest in ["namespace.yaml", "rbac.yaml", "flowschema.yaml"] {
         let path = deploy.join(manifest);
         plane
             .kubectl_ok(&["apply", "-f", &path.display().to_string()])

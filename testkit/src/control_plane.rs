@@ -343,12 +343,29 @@ impl ControlPlane {
         Ok(path)
     }
 
+    /// kube-scheduler's own kubeconfig: the user `system:kube-scheduler` (see `pki`).
+    fn scheduler_kubeconfig(&self) -> Result<PathBuf, ControlPlaneError> {
+        let path = self.dir.path().join("kube-scheduler.kubeconfig");
+        if !path.is_file() {
+            write_kubeconfig(
+                &path,
+                &self.server,
+                &self.dir.path().join(pki::CA_CERT),
+                Credentials::Certificate {
+                    cert: self.dir.path().join(pki::SCHEDULER_CERT),
+                    key: self.dir.path().join(pki::SCHEDULER_KEY),
+                },
+            )?;
+        }
+        Ok(path)
+    }
+
     /// Starts kube-scheduler (or restarts it with another gate).
     pub fn start_scheduler(&mut self, gate: SchedulerGate) -> Result<(), ControlPlaneError> {
         self.stop("kube-scheduler");
         let enabled = gate == SchedulerGate::On;
         let mut cmd = Command::new(self.bin.join("kube-scheduler"));
-        cmd.arg(format!("--kubeconfig={}", self.admin_kubeconfig.display()))
+        cmd.arg(format!("--kubeconfig={}", self.scheduler_kubeconfig()?.display()))
             .arg("--leader-elect=false")
             .arg("--secure-port=0")
             .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}={enabled}"))

@@ -21,6 +21,8 @@ pub(crate) const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
 pub(crate) const SERVICE_ACCOUNT_PUBLIC_KEY: &str = "service-account.pub";
 pub(crate) const KUBELET_CERT: &str = "kubelet.crt";
 pub(crate) const KUBELET_KEY: &str = "kubelet.key";
+pub(crate) const SCHEDULER_CERT: &str = "kube-scheduler.crt";
+pub(crate) const SCHEDULER_KEY: &str = "kube-scheduler.key";
 /// The name the kubelet registers its Node under (its certificate's `system:node:` name).
 pub const NODE_NAME: &str = "headroom-node";
 
@@ -82,6 +84,17 @@ pub(crate) fn write(dir: &Path, apiserver_address: Ipv4Addr) -> Result<(), Contr
     kubelet.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     kubelet.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     leaf(dir, kubelet, &issuer, KUBELET_CERT, KUBELET_KEY)?;
+
+    // kube-scheduler as kubeadm runs it: the bootstrap RBAC's `system:kube-scheduler` user, not a
+    // superuser, so its calls are authorised by RBAC and classified by API Priority and Fairness
+    // (the `kube-scheduler` FlowSchema) as on a real cluster.
+    let mut scheduler = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
+    scheduler
+        .distinguished_name
+        .push(DnType::CommonName, "system:kube-scheduler");
+    scheduler.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    scheduler.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    leaf(dir, scheduler, &issuer, SCHEDULER_CERT, SCHEDULER_KEY)?;
 
     let service_accounts = KeyPair::generate().map_err(pki_error)?;
     put(dir, SERVICE_ACCOUNT_KEY, &service_accounts.serialize_pem())?;

@@ -65,12 +65,16 @@ const OWNED: &[(&str, &str, &str)] = &[
 /// (the last one received before the first preemption call on the victim; received, not
 /// answered: the watch event can reach the preemptor before the kubelet has its answer) to that
 /// call, and on to the call that removes the victim (the delete). The Eviction API's create is
-/// both the first call and the removal: its path has no "first call → delete" spans.
+/// both the first call and the removal: its path has no "first call → delete" spans. The last two
+/// are the API server's own time on the preemptor's calls (received → answered): the same work
+/// for every preemptor but for the request's and the answer's encoding.
 const SERVER: &[&str] = &[
     "server: Deferred written → first call",
     "server: first call → delete",
     "server: first call answered → delete",
     "server: Deferred written → delete",
+    "server: first call received → answered",
+    "server: delete received → answered",
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -369,7 +373,7 @@ fn one_repetition(
 }
 
 /// [`SERVER`]'s spans for repetition `rep`, from the audit log (`None`: not a span of this path).
-fn server_spans(plane: &ControlPlane, rep: usize) -> Result<[Option<Duration>; 4]> {
+fn server_spans(plane: &ControlPlane, rep: usize) -> Result<[Option<Duration>; 6]> {
     let (victim, resizer) = (Repetitions::victim(rep), Repetitions::resizer(rep));
     let calls: Vec<PodCall> = plane
         .pod_calls()
@@ -405,6 +409,8 @@ fn server_spans(plane: &ControlPlane, rep: usize) -> Result<[Option<Duration>; 4
         separate.then(|| between(first.received, delete.received)),
         separate.then(|| between(first.completed, delete.received)),
         Some(between(deferred.received, delete.received)),
+        Some(between(first.received, first.completed)),
+        separate.then(|| between(delete.received, delete.completed)),
     ])
 }
 

@@ -44,7 +44,7 @@ fn main() -> Result<()> {
     let mut plane =
         ControlPlane::start(ControlPlaneOptions::default()).context("start the real control plane")?;
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes");
-    for manifest in ["namespace.yaml", "rbac.yaml"] {
+    for manifest in ["namespace.yaml", "rbac.yaml", "flowschema.yaml"] {
         let path = deploy.join(manifest);
         plane.kubectl_ok(&["apply", "-f", &path.display().to_string()])?;
     }
