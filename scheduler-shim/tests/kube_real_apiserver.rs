@@ -29,6 +29,14 @@ fn seed_cluster() -> ControlPlane {
     seed_cluster_with(ControlPlaneOptions::default())
 }
 
+/// A kubeconfig of the DaemonSet's service account (`deploy/kubernetes/rbac.yaml`), as both of
+/// its containers authenticate.
+fn daemonset_kubeconfig(plane: &ControlPlane) -> PathBuf {
+    plane
+        .service_account_kubeconfig("headroom-system", "headroom")
+        .unwrap()
+}
+
 fn seed_cluster_with(options: ControlPlaneOptions) -> ControlPlane {
     let plane =
         ControlPlane::start(options).unwrap_or_else(|e| panic!("the real control plane must start: {e}"));
@@ -76,9 +84,7 @@ fn wait_for<T>(shim: &Shim, what: &str, timeout: Duration, probe: impl FnMut() -
 #[test]
 fn seed_resize_evicts_the_low_priority_pod_through_the_eviction_api() {
     let plane = seed_cluster();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     let high_uid = pod(&plane, "default", "high-priority-pod").unwrap()["metadata"]["uid"]
         .as_str()
         .unwrap()
@@ -170,9 +176,7 @@ fn a_pdb_with_no_disruptions_allowed_refuses_the_eviction_and_the_victim_keeps_r
         );
         thread::sleep(Duration::from_millis(100));
     }
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     defer_the_seed_resize(&plane);
     let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
 
@@ -205,9 +209,7 @@ fn a_pdb_with_no_disruptions_allowed_refuses_the_eviction_and_the_victim_keeps_r
 #[test]
 fn with_headroomd_watching_the_api_server_the_shim_reserves_in_its_ledger_and_evicts_on_fresh_headroom() {
     let plane = seed_cluster();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     let (_daemon, socket, daemon_log) = start_headroomd(&plane, &kubeconfig);
     defer_the_seed_resize(&plane);
     let socket_arg = socket.to_str().unwrap().to_string();
@@ -317,9 +319,7 @@ fn a_pod_that_offered_gives_way_through_its_resize_subresource_and_nobody_is_evi
         .unwrap()
         .to_string();
     let _cgroups = KubeletCgroups::create(&low_uid, "worker");
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     let (daemon, socket, daemon_log) = start_headroomd(&plane, &kubeconfig);
     // Two readings of the new cgroup's files (headroomd walks the tree every 500 ms without probes).
     thread::sleep(Duration::from_millis(1500));
@@ -445,9 +445,7 @@ fn preempted_events(plane: &ControlPlane, name: &str) -> usize {
 #[test]
 fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
     let mut plane = seed_cluster();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     let mut shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
     // The shim has listed (its first resync has run) before the API server goes.
     thread::sleep(Duration::from_secs(3));
@@ -512,9 +510,7 @@ fn the_api_server_restarting_under_the_shim_evicts_nobody_twice() {
 #[test]
 fn etcd_stopping_under_a_deferred_resize_evicts_the_victim_once_after_it_returns() {
     let mut plane = seed_cluster();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     defer_the_seed_resize(&plane);
     plane.stop("etcd");
     let mut shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
@@ -583,9 +579,7 @@ fn a_watch_expired_with_410_gone_is_relisted_and_the_shim_decides_on_the_fresh_l
         apiserver_args: vec!["--etcd-compaction-interval=2s".to_string()],
         ..ControlPlaneOptions::default()
     });
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "eviction"]);
     wait_for(&shim, "the shim's first lists", Duration::from_secs(20), || {
         let metrics = shim.try_metrics()?;
@@ -730,9 +724,7 @@ fn an_eviction_forbidden_by_rbac_leaves_the_victim_running_and_says_why() {
             &patch,
         ])
         .unwrap();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "forbidden");
 }
 
@@ -767,9 +759,7 @@ fn webhook_down(plane: &ControlPlane, name: &str, operation: &str, resource: &st
 fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
     let plane = seed_cluster();
     webhook_down(&plane, "deletes-down", "DELETE", "pods");
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     a_removal_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "delete", "failed calling webhook");
 }
 
@@ -778,9 +768,7 @@ fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
 fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_why() {
     let plane = seed_cluster();
     webhook_down(&plane, "evictions-down", "CREATE", "pods/eviction");
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     an_eviction_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "failed calling webhook");
 }
 
@@ -793,9 +781,7 @@ fn the_shims_client_speaks_http2_to_the_api_server_with_kubes_auth() {
     use kube::config::{KubeConfigOptions, Kubeconfig};
 
     let plane = seed_cluster();
-    let kubeconfig = plane
-        .service_account_kubeconfig("headroom-system", "headroom")
-        .unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -376,6 +376,11 @@ impl ControlPlane {
         self.wait_for_log("kube-scheduler", "Starting Kubernetes Scheduler")
     }
 
+    /// The process id of a running component (`kube-apiserver`, `kube-scheduler`, `etcd`, …).
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.components.pid(name)
+    }
+
     /// Stops one component (no-op when it is not running).
     pub fn stop(&mut self, name: &str) {
         self.components.stop(name);

@@ -76,6 +76,11 @@ impl Supervisor {
         Ok(())
     }
 
+    /// The process id of the running component `name`.
+    pub(crate) fn pid(&self, name: &str) -> Option<u32> {
+        self.running.iter().find(|p| p.name == name).map(|p| p.child.id())
+    }
+
     pub(crate) fn is_running(&self, name: &str) -> bool {
         self.running.iter().any(|p| p.name == name)
     }

@@ -29,7 +29,9 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
-use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_comparison, write_json};
+use headroom_bench::{
+    BenchArgs, Comparison, Summary, daemon::CpuTime, new_histogram, print_comparison, write_json,
+};
 use headroom_testkit::{
     ControlPlane, Node, PodCall, SchedulerGate,
     beside::{self, Preemption},
@@ -75,6 +77,17 @@ const SERVER: &[&str] = &[
     "server: Deferred written → delete",
     "server: first call received → answered",
     "server: delete received → answered",
+];
+
+/// CPU time (schedstat, every thread) each process group used during one repetition (from the
+/// patch to the new quota in the cgroup): what the preemptor costs the node's 2 CPUs, which the
+/// kubelet and the API server share with it. In headroom's rounds kube-scheduler runs too (its
+/// gate off), and is counted on its own line.
+const CPU: &[&str] = &[
+    "cpu: headroomd + headroom-shim",
+    "cpu: kube-scheduler",
+    "cpu: kube-apiserver",
+    "cpu: etcd",
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -137,6 +150,7 @@ fn main() -> Result<()> {
         .iter()
         .map(|(s, ..)| *s)
         .chain(SERVER.iter().copied())
+        .chain(CPU.iter().copied())
         .map(|s| (s, new_histogram()))
         .collect();
     let mut owned: BTreeMap<&str, BTreeMap<&str, Histogram<u64>>> = Preemptor::ALL
@@ -169,10 +183,28 @@ fn main() -> Result<()> {
                     None
                 }
             };
+            let pids: [Vec<u32>; 4] = [
+                _headroom
+                    .as_ref()
+                    .map(|h| vec![h.daemon.process.id(), h.shim.id()])
+                    .unwrap_or_default(),
+                plane.pid("kube-scheduler").into_iter().collect(),
+                plane.pid("kube-apiserver").into_iter().collect(),
+                plane.pid("etcd").into_iter().collect(),
+            ];
+            let cpu_of = |pids: &[u32]| {
+                pids.iter()
+                    .filter_map(|pid| CpuTime::read(*pid))
+                    .map(|c| c.schedstat_ns)
+                    .sum::<u64>()
+            };
             // One unrecorded warm-up repetition: every path is measured warm.
             for index in 0..=per_round {
                 rep += 1;
-                match one_repetition(&plane, &node, &repetitions, rep) {
+                let cpu_before = pids.clone().map(|p| cpu_of(&p));
+                let repetition = one_repetition(&plane, &node, &repetitions, rep);
+                let cpu_used = pids.clone().map(|p| cpu_of(&p));
+                match repetition {
                     Ok(_) if index == 0 => {}
                     Ok(phases) => {
                         let histograms = timed.get_mut(path.label()).context("path")?;
@@ -180,6 +212,14 @@ fn main() -> Result<()> {
                             record(histograms.get_mut(phase).context("phase")?, *at)?;
                         }
                         let spans = owned.get_mut(path.label()).context("path")?;
+                        for ((what, before), after) in CPU.iter().zip(cpu_before).zip(cpu_used) {
+                            if after > before {
+                                record(
+                                    spans.get_mut(what).context("cpu")?,
+                                    Duration::from_nanos(after - before),
+                                )?;
+                            }
+                        }
                         for (span, from, to) in OWNED {
                             if let (Some(from), Some(to)) = (phases.get(from), phases.get(to)) {
                                 record(spans.get_mut(span).context("span")?, to.saturating_sub(*from))?;
@@ -228,7 +268,12 @@ fn main() -> Result<()> {
             ));
         }
     }
-    for span in OWNED.iter().map(|(s, ..)| *s).chain(SERVER.iter().copied()) {
+    for span in OWNED
+        .iter()
+        .map(|(s, ..)| *s)
+        .chain(SERVER.iter().copied())
+        .chain(CPU.iter().copied())
+    {
         for path in Preemptor::ALL {
             comparison.details.push(Summary::from_histogram(
                 &format!("{}: {span}", path.label()),
