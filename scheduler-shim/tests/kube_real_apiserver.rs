@@ -29,6 +29,35 @@ fn seed_cluster() -> ControlPlane {
     seed_cluster_with(ControlPlaneOptions::default())
 }
 
+/// Runs `f` with the client configuration of `kubeconfig`, on a runtime of its own.
+fn with_kube_config<T, F: std::future::Future<Output = T>>(
+    kubeconfig: &Path,
+    f: impl FnOnce(kube::Config) -> F,
+) -> T {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            Kubeconfig::read_from(kubeconfig).unwrap(),
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        f(config).await
+    })
+}
+
+/// A list of at most one Pod in `default`: a list, not a get, because the DaemonSet's role lists
+/// and watches Pods and may not get one.
+fn list_one_pod() -> http::Request<kube::client::Body> {
+    http::Request::get("/api/v1/namespaces/default/pods?limit=1")
+        .body(kube::client::Body::empty())
+        .unwrap()
+}
+
 /// A kubeconfig of the DaemonSet's service account (`deploy/kubernetes/rbac.yaml`), as both of
 /// its containers authenticate.
 fn daemonset_kubeconfig(plane: &ControlPlane) -> PathBuf {
@@ -778,27 +807,12 @@ fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_
 #[test]
 fn the_shims_client_speaks_http2_to_the_api_server_with_kubes_auth() {
     use k8s_openapi::api::core::v1::Pod;
-    use kube::config::{KubeConfigOptions, Kubeconfig};
 
     let plane = seed_cluster();
     let kubeconfig = daemonset_kubeconfig(&plane);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let config = kube::Config::from_custom_kubeconfig(
-            Kubeconfig::read_from(&kubeconfig).unwrap(),
-            &KubeConfigOptions::default(),
-        )
-        .await
-        .unwrap();
+    with_kube_config(&kubeconfig, |config| async move {
         let version_of = |client: kube::Client| async move {
-            // list, not get: the DaemonSet's role lists and watches Pods and may not get one.
-            let request = http::Request::get("/api/v1/namespaces/default/pods?limit=1")
-                .body(kube::client::Body::empty())
-                .unwrap();
-            let response = client.send(request).await.unwrap();
+            let response = client.send(list_one_pod()).await.unwrap();
             assert_eq!(response.status(), http::StatusCode::OK);
             response.version()
         };
@@ -827,8 +841,6 @@ fn the_shims_client_speaks_http2_to_the_api_server_with_kubes_auth() {
 /// stays in the default `service-accounts` schema (`workload-low`).
 #[test]
 fn the_shims_calls_get_the_schedulers_priority_level() {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-
     let plane = seed_cluster();
     let uid_of = |kind: &str, name: &str| {
         plane
@@ -858,23 +870,10 @@ fn the_shims_calls_get_the_schedulers_priority_level() {
         let kubeconfig = plane
             .service_account_kubeconfig("headroom-system", account)
             .unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let config = kube::Config::from_custom_kubeconfig(
-                Kubeconfig::read_from(&kubeconfig).unwrap(),
-                &KubeConfigOptions::default(),
-            )
-            .await
-            .unwrap();
+        with_kube_config(&kubeconfig, |config| async move {
             let client = headroom_shim::kube::client::http2_client(config).unwrap();
             // Classification happens before authorisation: a refused call is classified too.
-            let request = http::Request::get("/api/v1/namespaces/default/pods?limit=1")
-                .body(kube::client::Body::empty())
-                .unwrap();
-            let response = client.send(request).await.unwrap();
+            let response = client.send(list_one_pod()).await.unwrap();
             let header = |name: &str| {
                 response
                     .headers()

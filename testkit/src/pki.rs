@@ -63,38 +63,33 @@ pub(crate) fn write(dir: &Path, apiserver_address: Ipv4Addr) -> Result<(), Contr
     leaf(dir, serving, &issuer, SERVING_CERT, SERVING_KEY)?;
 
     // The organisation is the group: `system:masters` is the API server's built-in superuser.
-    let mut admin = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
-    admin
-        .distinguished_name
-        .push(DnType::CommonName, "headroom-test-admin");
-    admin
-        .distinguished_name
-        .push(DnType::OrganizationName, "system:masters");
-    admin.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    leaf(dir, admin, &issuer, ADMIN_CERT, ADMIN_KEY)?;
-
-    let mut kubelet = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
-    kubelet
-        .distinguished_name
-        .push(DnType::CommonName, format!("system:node:{NODE_NAME}"));
-    kubelet
-        .distinguished_name
-        .push(DnType::OrganizationName, "system:nodes");
-    kubelet.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    kubelet.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    leaf(dir, kubelet, &issuer, KUBELET_CERT, KUBELET_KEY)?;
-
+    client(
+        dir,
+        &issuer,
+        "headroom-test-admin",
+        Some("system:masters"),
+        ADMIN_CERT,
+        ADMIN_KEY,
+    )?;
+    client(
+        dir,
+        &issuer,
+        &format!("system:node:{NODE_NAME}"),
+        Some("system:nodes"),
+        KUBELET_CERT,
+        KUBELET_KEY,
+    )?;
     // kube-scheduler as kubeadm runs it: the bootstrap RBAC's `system:kube-scheduler` user, not a
     // superuser, so its calls are authorised by RBAC and classified by API Priority and Fairness
     // (the `kube-scheduler` FlowSchema) as on a real cluster.
-    let mut scheduler = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
-    scheduler
-        .distinguished_name
-        .push(DnType::CommonName, "system:kube-scheduler");
-    scheduler.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    scheduler.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    leaf(dir, scheduler, &issuer, SCHEDULER_CERT, SCHEDULER_KEY)?;
+    client(
+        dir,
+        &issuer,
+        "system:kube-scheduler",
+        None,
+        SCHEDULER_CERT,
+        SCHEDULER_KEY,
+    )?;
 
     let service_accounts = KeyPair::generate().map_err(pki_error)?;
     put(dir, SERVICE_ACCOUNT_KEY, &service_accounts.serialize_pem())?;
@@ -104,6 +99,25 @@ pub(crate) fn write(dir: &Path, apiserver_address: Ipv4Addr) -> Result<(), Contr
         SERVICE_ACCOUNT_PUBLIC_KEY,
         &service_accounts.public_key_pem(),
     )
+}
+
+/// A client certificate for `user` (the common name) in `group` (the organisation).
+fn client(
+    dir: &Path,
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    user: &str,
+    group: Option<&str>,
+    cert_file: &str,
+    key_file: &str,
+) -> Result<(), ControlPlaneError> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(pki_error)?;
+    params.distinguished_name.push(DnType::CommonName, user);
+    if let Some(group) = group {
+        params.distinguished_name.push(DnType::OrganizationName, group);
+    }
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    leaf(dir, params, issuer, cert_file, key_file)
 }
 
 fn dns(name: &str) -> Result<SanType, ControlPlaneError> {
