@@ -226,6 +226,29 @@ fn one_resize(
         victims_calls(),
         agent.logs()
     );
+    // Once an eviction of the victim went through, no further eviction call on it at all:
+    // whatever its answer, a later one is a second eviction (a 5xx one may have been carried out
+    // as well). Calls received before the successful one are earlier attempts that failed.
+    let victim_evictions: Vec<_> = victims_calls()
+        .into_iter()
+        .filter(|call| call.subresource == "eviction")
+        .collect();
+    if let Some(went_through) = victim_evictions
+        .iter()
+        .filter(|call| (200..300).contains(&call.code))
+        .map(|call| call.received)
+        .min()
+    {
+        let later: Vec<_> = victim_evictions
+            .iter()
+            .filter(|call| call.received > went_through)
+            .collect();
+        assert!(
+            later.is_empty(),
+            "rep {rep} ({which:?} killed after {delay:?}): eviction calls on the victim after the one that went through: {later:#?}\n{}",
+            agent.logs()
+        );
+    }
     assert_eq!(
         evictions
             .iter()
