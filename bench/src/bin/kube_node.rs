@@ -68,8 +68,9 @@ const OWNED: &[(&str, &str, &str)] = &[
 /// answered: the watch event can reach the preemptor before the kubelet has its answer) to that
 /// call, and on to the call that removes the victim (the delete). The Eviction API's create is
 /// both the first call and the removal: its path has no "first call → delete" spans. The last two
-/// are the API server's own time on the preemptor's calls (received → answered): the same work
-/// for every preemptor but for the request's and the answer's encoding.
+/// are the API server's own time on the preemptor's calls (received → answered): with
+/// `--preemption=delete` the same status patch and delete as upstream's, so the same work but for
+/// the encoding and who asks (the Eviction API's create is other work: PDBs, its own condition).
 const SERVER: &[&str] = &[
     "server: Deferred written → first call",
     "server: first call → delete",
