@@ -412,6 +412,12 @@ fn the_values_schema_refuses_a_typo() {
     }
 }
 
+/// The first rendered object of `kind`, typed.
+fn rendered_of<T: serde::de::DeserializeOwned>(rendered: &[Value], kind: &str) -> T {
+    let doc = rendered.iter().find(|d| d["kind"] == kind).unwrap();
+    serde_json::from_value(doc.clone()).unwrap()
+}
+
 #[test]
 fn helm_chart_renders_the_same_objects() {
     let rendered = documents(&render(&["--set", "namespace.create=true"]));
@@ -427,25 +433,11 @@ fn helm_chart_renders_the_same_objects() {
     plain.insert("ConfigMap".into());
     assert_eq!(kinds, plain);
     // The release is named `headroom` here, as the plain FlowSchema is.
-    let flow_schema: FlowSchema = serde_json::from_value(
-        rendered
-            .iter()
-            .find(|d| d["kind"] == "FlowSchema")
-            .unwrap()
-            .clone(),
-    )
-    .unwrap();
+    let flow_schema: FlowSchema = rendered_of(&rendered, "FlowSchema");
     let plain_flow_schema: FlowSchema = typed("FlowSchema");
     assert_eq!(flow_schema.metadata.name, plain_flow_schema.metadata.name);
     assert_eq!(flow_schema.spec, plain_flow_schema.spec);
-    let ds: DaemonSet = serde_json::from_value(
-        rendered
-            .iter()
-            .find(|d| d["kind"] == "DaemonSet")
-            .unwrap()
-            .clone(),
-    )
-    .unwrap();
+    let ds: DaemonSet = rendered_of(&rendered, "DaemonSet");
     let plain_ds: DaemonSet = typed("DaemonSet");
     let (pod, plain_pod) = (
         ds.spec.template.spec.as_ref().unwrap(),

@@ -115,6 +115,7 @@ pub struct ControlPlane {
     dir: tempfile::TempDir,
     server: String,
     admin_kubeconfig: PathBuf,
+    scheduler_kubeconfig: PathBuf,
     start_timeout: Duration,
     apiserver_port: u16,
     apiserver_address: Ipv4Addr,
@@ -343,29 +344,12 @@ impl ControlPlane {
         Ok(path)
     }
 
-    /// kube-scheduler's own kubeconfig: the user `system:kube-scheduler` (see `pki`).
-    fn scheduler_kubeconfig(&self) -> Result<PathBuf, ControlPlaneError> {
-        let path = self.dir.path().join("kube-scheduler.kubeconfig");
-        if !path.is_file() {
-            write_kubeconfig(
-                &path,
-                &self.server,
-                &self.dir.path().join(pki::CA_CERT),
-                Credentials::Certificate {
-                    cert: self.dir.path().join(pki::SCHEDULER_CERT),
-                    key: self.dir.path().join(pki::SCHEDULER_KEY),
-                },
-            )?;
-        }
-        Ok(path)
-    }
-
     /// Starts kube-scheduler (or restarts it with another gate).
     pub fn start_scheduler(&mut self, gate: SchedulerGate) -> Result<(), ControlPlaneError> {
         self.stop("kube-scheduler");
         let enabled = gate == SchedulerGate::On;
         let mut cmd = Command::new(self.bin.join("kube-scheduler"));
-        cmd.arg(format!("--kubeconfig={}", self.scheduler_kubeconfig()?.display()))
+        cmd.arg(format!("--kubeconfig={}", self.scheduler_kubeconfig.display()))
             .arg("--leader-elect=false")
             .arg("--secure-port=0")
             .arg(format!("--feature-gates={RESIZE_PREEMPTION_GATE}={enabled}"))
@@ -600,12 +584,24 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
             key: dir.path().join(pki::ADMIN_KEY),
         },
     )?;
+    // kube-scheduler's own: the user `system:kube-scheduler` (see `pki`).
+    let scheduler_kubeconfig = dir.path().join("kube-scheduler.kubeconfig");
+    write_kubeconfig(
+        &scheduler_kubeconfig,
+        &server,
+        &dir.path().join(pki::CA_CERT),
+        Credentials::Certificate {
+            cert: dir.path().join(pki::SCHEDULER_CERT),
+            key: dir.path().join(pki::SCHEDULER_KEY),
+        },
+    )?;
     let mut plane = ControlPlane {
         bin,
         components: Supervisor::new(dir.path()),
         dir,
         server,
         admin_kubeconfig,
+        scheduler_kubeconfig,
         start_timeout: options.start_timeout,
         apiserver_port,
         apiserver_address: options.apiserver_address,

@@ -261,8 +261,9 @@ fn target_command(binary: &Path, priority: Priority) -> Command {
     }
 }
 
-/// Replaces `kept` with a set-cover merge of `inputs` (run by `cmd`, the target's command) (libFuzzer's `-set_cover_merge=1`: the
-/// fewest inputs that reach every feature any of them reaches). The merge is written to a new
+/// Replaces `kept` with a set-cover merge of `inputs`, run by `cmd` (the target's command;
+/// libFuzzer's `-set_cover_merge=1`: the fewest inputs that reach every feature any of them
+/// reaches). The merge is written to a new
 /// directory first, so a failed merge leaves the old `kept` as it was (and no half-merged
 /// directory beside it to be committed by mistake).
 fn keep(mut cmd: Command, target: &str, inputs: &[&Path], kept: &Path) -> Result<()> {
