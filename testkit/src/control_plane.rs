@@ -574,26 +574,27 @@ pub fn start_with_bin(bin: &Path, options: ControlPlaneOptions) -> Result<Contro
         .map_err(|source| io("write the audit policy", source))?;
     let apiserver_port = free_port()?;
     let server = format!("https://{}:{apiserver_port}", options.apiserver_address);
-    let admin_kubeconfig = dir.path().join("admin.kubeconfig");
-    write_kubeconfig(
-        &admin_kubeconfig,
-        &server,
-        &dir.path().join(pki::CA_CERT),
-        Credentials::Certificate {
-            cert: dir.path().join(pki::ADMIN_CERT),
-            key: dir.path().join(pki::ADMIN_KEY),
-        },
-    )?;
+    // A kubeconfig in the plane's directory that authenticates with one of `pki`'s client
+    // certificates.
+    let certificate_kubeconfig = |name: &str, cert: &str, key: &str| {
+        let path = dir.path().join(name);
+        write_kubeconfig(
+            &path,
+            &server,
+            &dir.path().join(pki::CA_CERT),
+            Credentials::Certificate {
+                cert: dir.path().join(cert),
+                key: dir.path().join(key),
+            },
+        )
+        .map(|()| path)
+    };
+    let admin_kubeconfig = certificate_kubeconfig("admin.kubeconfig", pki::ADMIN_CERT, pki::ADMIN_KEY)?;
     // kube-scheduler's own: the user `system:kube-scheduler` (see `pki`).
-    let scheduler_kubeconfig = dir.path().join("kube-scheduler.kubeconfig");
-    write_kubeconfig(
-        &scheduler_kubeconfig,
-        &server,
-        &dir.path().join(pki::CA_CERT),
-        Credentials::Certificate {
-            cert: dir.path().join(pki::SCHEDULER_CERT),
-            key: dir.path().join(pki::SCHEDULER_KEY),
-        },
+    let scheduler_kubeconfig = certificate_kubeconfig(
+        "kube-scheduler.kubeconfig",
+        pki::SCHEDULER_CERT,
+        pki::SCHEDULER_KEY,
     )?;
     let mut plane = ControlPlane {
         bin,
