@@ -52,11 +52,6 @@ pub fn parse_cpu_stat(text: &str, version: CgroupVersion) -> Option<CpuStat> {
     })
 }
 
-/// Reads `dir/cpu.stat`; `None` when it is missing, unreadable or lacks the counters.
-pub fn read_stat(dir: &Path, version: CgroupVersion) -> Option<CpuStat> {
-    crate::read_text(dir, STAT).and_then(|text| parse_cpu_stat(&text, version))
-}
-
 /// Parses v2 `cpu.max`: `"max 100000"` or `"50000 100000"`.
 pub fn parse_cpu_max(s: &str) -> Option<CpuMax> {
     let mut it = s.split_ascii_whitespace();

@@ -42,6 +42,10 @@ fn open(path: &Path, write: bool) -> Result<File, CgroupError> {
 /// Longest value file we parse in one read (cpu.stat on v1 is ~150 bytes).
 pub const READ_BUF: usize = 1024;
 
+/// Longest file [`CgFile::read_to`] reads (v2 `memory.stat` is about 2 KiB): a bound on what a
+/// file that is not cgroupfs's could make it allocate.
+pub const MAX_READ: usize = 64 * 1024;
+
 impl CgFile {
     pub fn new(dir: &Path, name: &str) -> Self {
         Self {
@@ -86,21 +90,70 @@ impl CgFile {
 
     /// Reads the whole file from offset 0 into `buf` and returns it trimmed.
     pub fn read<'b>(&mut self, buf: &'b mut [u8; READ_BUF]) -> Result<&'b str, CgroupError> {
+        let len = self.read_into(buf)?;
+        self.text(&buf[..len])
+    }
+
+    /// Reads the whole file from offset 0 into `buf`, grown as the file needs (`memory.stat`
+    /// outgrows [`READ_BUF`]), and returns it trimmed. `buf` is meant to be reused: a kept
+    /// buffer makes a read two system calls at most, and no allocation.
+    pub fn read_to<'b>(&mut self, buf: &'b mut Vec<u8>) -> Result<&'b str, CgroupError> {
+        let mut len = 0;
+        loop {
+            if len >= MAX_READ {
+                return Err(CgroupError::Read {
+                    path: self.path.clone(),
+                    source: io::Error::new(
+                        io::ErrorKind::FileTooLarge,
+                        "longer than 64 KiB: not a cgroup file",
+                    ),
+                });
+            }
+            if buf.len() < len + READ_BUF {
+                buf.resize(len + READ_BUF, 0);
+            }
+            let filled = self.read_into_at(&mut buf[len..], len as u64)?;
+            len += filled.0;
+            if !filled.1 {
+                break;
+            }
+        }
+        self.text(&buf[..len])
+    }
+
+    /// Closes the read handle: the next read opens the file again. A kept-open file pins its
+    /// cgroup in the kernel until it is closed, after the cgroup is removed too.
+    pub fn close(&mut self) {
+        self.reader = None;
+    }
+
+    /// Whether a read handle is open.
+    pub fn is_open(&self) -> bool {
+        self.reader.is_some()
+    }
+
+    fn read_into(&mut self, buf: &mut [u8]) -> Result<usize, CgroupError> {
+        self.read_into_at(buf, 0).map(|(len, _)| len)
+    }
+
+    /// Reads into `buf` from `offset` until the end of the file or of `buf`: the bytes read,
+    /// and whether `buf` filled (so more may follow).
+    fn read_into_at(&mut self, buf: &mut [u8], offset: u64) -> Result<(usize, bool), CgroupError> {
         if self.reader.is_none() {
             self.reader = Some(open(&self.path, false)?);
         }
         let Some(file) = self.reader.as_ref() else {
-            return Ok("");
+            return Ok((0, false));
         };
         let mut len = 0;
-        loop {
-            match file.read_at(&mut buf[len..], len as u64) {
+        while len < buf.len() {
+            match file.read_at(&mut buf[len..], offset + len as u64) {
                 Ok(0) => break,
                 Ok(n) => {
                     len += n;
                     // A short read is the whole value: cgroupfs (seq_file) fills the buffer up
                     // to the end of the file in one read. Saves the read(2) that returns 0.
-                    if len == buf.len() || n < buf.len() - (len - n) {
+                    if len < buf.len() {
                         break;
                     }
                 }
@@ -114,11 +167,15 @@ impl CgFile {
                 }
             }
         }
-        match std::str::from_utf8(&buf[..len]) {
+        Ok((len, len == buf.len()))
+    }
+
+    fn text<'b>(&self, bytes: &'b [u8]) -> Result<&'b str, CgroupError> {
+        match std::str::from_utf8(bytes) {
             Ok(s) => Ok(s.trim()),
             Err(_) => Err(CgroupError::Parse {
                 path: self.path.clone(),
-                content: String::from_utf8_lossy(&buf[..len]).into_owned(),
+                content: String::from_utf8_lossy(bytes).into_owned(),
             }),
         }
     }

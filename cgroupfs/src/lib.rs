@@ -7,6 +7,7 @@
 //! - [`cgroup`]: one cgroup's files behind the [`Cgroup`] trait, with a v1 and a v2 implementation.
 //! - [`cpu`], [`cpuacct`], [`memory`], [`pressure`]: the controllers' files, parsers and writers.
 //! - [`values`]: typed values (`max` and `-1` are variants, never strings).
+//! - [`stats`]: the files a collector reads every cycle, kept open between reads.
 //! - [`path`]: confinement of written paths below configured roots.
 //! - [`file`]: kept-open interface files and allocation-free number formatting.
 
@@ -19,6 +20,7 @@ pub mod memory;
 pub mod path;
 pub mod pressure;
 pub mod setup;
+pub mod stats;
 pub mod values;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +31,7 @@ pub use error::CgroupError;
 pub use memory::MemoryStat;
 pub use pressure::{PsiLine, PsiReading};
 pub use setup::{CgroupHost, CgroupSetup, Hierarchy, HostError, detect_setup};
+pub use stats::{StatFiles, StatReadings};
 
 /// Which cgroup version holds a controller: the one version enum of headroom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -56,10 +59,4 @@ pub fn flat_keyed(text: &str, key: &str) -> Option<u64> {
         let (k, v) = line.split_once(' ')?;
         (k == key).then(|| v.trim().parse().ok()).flatten()
     })
-}
-
-/// Reads a whole interface file at `dir/name`; `None` when it is missing or unreadable (the
-/// cgroup vanished, the controller is not enabled there).
-pub(crate) fn read_text(dir: &std::path::Path, name: &str) -> Option<String> {
-    std::fs::read_to_string(dir.join(name)).ok()
 }

@@ -50,21 +50,6 @@ pub const fn usage_file(version: CgroupVersion) -> &'static str {
     }
 }
 
-/// Reads usage and `memory.stat` of the cgroup `dir`; `None` when usage cannot be read.
-pub fn read_stat(dir: &Path, version: CgroupVersion) -> Option<MemoryStat> {
-    let usage = crate::read_text(dir, usage_file(version)).and_then(|t| t.trim().parse().ok())?;
-    Some(working_set(
-        usage,
-        &crate::read_text(dir, STAT).unwrap_or_default(),
-        version,
-    ))
-}
-
-/// The `oom_kill` count of v2 `memory.events`.
-pub fn read_oom_kills(dir: &Path) -> Option<u64> {
-    crate::read_text(dir, EVENTS).and_then(|t| flat_keyed(&t, "oom_kill"))
-}
-
 /// The v1 `memory` files of one cgroup, opened on first use and kept open.
 #[derive(Debug)]
 pub(crate) struct V1Memory {

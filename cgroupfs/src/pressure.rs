@@ -1,8 +1,6 @@
 //! Pressure stall information (v2, or v1 with `psi=1` on a hybrid host's unified mount):
 //! `cpu.pressure`, `memory.pressure`, `io.pressure`.
 
-use std::path::Path;
-
 /// `cpu.pressure`.
 pub const CPU: &str = "cpu.pressure";
 /// `memory.pressure`.
@@ -48,11 +46,6 @@ pub fn parse_psi(text: &str) -> Option<PsiReading> {
         some: line("some ")?,
         full: line("full "),
     })
-}
-
-/// Reads the PSI file `name` ([`CPU`], [`MEMORY`], [`IO`]) of the cgroup `dir`.
-pub fn read(dir: &Path, name: &str) -> Option<PsiReading> {
-    crate::read_text(dir, name).and_then(|t| parse_psi(&t))
 }
 
 #[cfg(test)]

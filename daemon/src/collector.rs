@@ -2,7 +2,7 @@
 //!
 //! One thread, one cycle per interval: drain the probes' ring buffer, read their per-cgroup
 //! counters (sending only what changed), re-walk cgroupfs when cgroups came or went, and read
-//! the files of every Pod cgroup. Sending never blocks: a full queue drops and counts.
+//! the files of every Pod cgroup (kept open between cycles, see [`CgroupFileReaders`]). Sending never blocks: a full queue drops and counts.
 //!
 //! Kernel events are pushed ([`KernelEvents::Push`], the default): between cycles the thread
 //! waits in poll(2) on the ring buffer's fd, timed out at the next cycle, and forwards the
@@ -29,10 +29,13 @@ use std::{
 
 use arc_swap::ArcSwap;
 use headroom_common::{CgroupKey, CgroupStats, EventKind, ProbeEvent};
-use tracing::{debug, info_span, warn};
+use tracing::{info_span, warn};
 
 use crate::{
-    cgroups::{CgroupHost, CgroupIndex, files::read_cgroup_files},
+    cgroups::{
+        CgroupHost, CgroupIndex,
+        files::{CgroupFileReaders, DEFAULT_MAX_OPEN_FILES},
+    },
     pipeline::{CgroupSample, PipelineInput, PipelineSender, ProbeCounters},
     probes::{ProbeHealth, Probes},
 };
@@ -110,6 +113,9 @@ pub struct CollectorConfig {
     /// Cgroup roots beside `kubepods*` and `headroom` whose `pod<uid>` children are Pods (a
     /// standalone node's `--cgroup-root`).
     pub pod_roots: Vec<String>,
+    /// Cgroup files kept open between cycles at most; the Pod cgroups beyond it are read with
+    /// an open and a close each cycle.
+    pub max_open_files: usize,
 }
 
 impl Default for CollectorConfig {
@@ -119,6 +125,7 @@ impl Default for CollectorConfig {
             interval: Duration::from_millis(100),
             rewalk_every: Duration::from_secs(10),
             pod_roots: Vec::new(),
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
         }
     }
 }
@@ -165,6 +172,7 @@ impl Collector {
                     pod_roots: config.pod_roots.clone(),
                     report,
                     unknown: UnknownCgroups::default(),
+                    files: CgroupFileReaders::new(config.max_open_files),
                 };
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
@@ -229,6 +237,7 @@ struct State {
     pod_roots: Vec<String>,
     report: ProbeReportCell,
     unknown: UnknownCgroups,
+    files: CgroupFileReaders,
 }
 
 /// The collector's side of [`CgroupResolution`].
@@ -483,38 +492,12 @@ impl State {
         self.report.store(Arc::new(report));
     }
 
-    fn send_cgroup_files(&self) {
-        let index = self.index.load();
-        for hierarchy in self.host.hierarchies() {
-            let cpu = hierarchy.id == self.host.cpu.id;
-            let memory = hierarchy.id == self.host.memory.id;
-            for (key, info) in index
-                .iter()
-                .filter(|(k, i)| k.hierarchy_id == hierarchy.id && i.pod.is_some())
-            {
-                // v1 keeps CPU usage in the cpuacct hierarchy, at the same path.
-                let cpuacct = self
-                    .host
-                    .cpuacct
-                    .as_ref()
-                    .filter(|_| cpu)
-                    .map(|mount| mount.join(info.relative.trim_start_matches('/')))
-                    .filter(|dir| dir.exists());
-                let files = read_cgroup_files(
-                    *key,
-                    &info.path,
-                    self.host.version,
-                    cpu,
-                    memory,
-                    cpuacct.as_deref(),
-                );
-                if files.cpu.is_none() && files.memory.is_none() {
-                    debug!(path = %info.path.display(), "cgroup vanished before its files were read");
-                    continue;
-                }
-                let _ = self.sender.send(files.into());
-            }
-        }
+    fn send_cgroup_files(&mut self) {
+        let index = self.index.load_full();
+        let sender = &self.sender;
+        self.files.read_all(&self.host, &index, |files| {
+            let _ = sender.send(files.into());
+        });
     }
 }
 
@@ -609,6 +592,7 @@ mod tests {
             pod_roots: Vec::new(),
             report: ProbeReportCell::default(),
             unknown: UnknownCgroups::default(),
+            files: CgroupFileReaders::new(DEFAULT_MAX_OPEN_FILES),
         };
         let counts = |received, unresolved, rescans| CgroupResolution {
             events_received: received,

@@ -415,6 +415,7 @@ fn kube_soak(root: &Path, args: &[&str]) -> Result<()> {
 const BENCHMARKS: &[&str] = &[
     "probes",
     "pipeline",
+    "collector",
     "events",
     "idle",
     "actuation",

@@ -54,9 +54,15 @@ const SUBSCRIBERS: usize = 4;
 type Key = (&'static str, &'static str, &'static str);
 type Histograms = Arc<Mutex<HashMap<Key, Histogram<u64>>>>;
 
-/// `<mount>/headroom/pod<uid>/app`, the Pod layout headroomd's resolver knows; the Pod and
-/// container cgroups, removed on drop (container first).
-fn pod_cgroup(mount: &Path, uid: &str) -> Result<(TestCgroup, TestCgroup)> {
+/// A Pod's cgroup and its container's, removed on drop: the container first (fields drop in
+/// order), since a cgroup with a child cannot be removed.
+struct PodCgroups {
+    app: TestCgroup,
+    _pod: TestCgroup,
+}
+
+/// `<mount>/headroom/pod<uid>/app`, the Pod layout headroomd's resolver knows.
+fn pod_cgroup(mount: &Path, uid: &str) -> Result<PodCgroups> {
     let root = mount.join("headroom");
     std::fs::create_dir_all(&root).with_context(|| format!("create {}", root.display()))?;
     let v2 = mount.join("cgroup.controllers").exists();
@@ -78,7 +84,7 @@ fn pod_cgroup(mount: &Path, uid: &str) -> Result<(TestCgroup, TestCgroup)> {
         path: pod.path.join("app"),
     };
     std::fs::create_dir(&app.path).with_context(|| format!("create {}", app.path.display()))?;
-    Ok((app, pod))
+    Ok(PodCgroups { app, _pod: pod })
 }
 
 fn uid(n: u32) -> String {
@@ -139,10 +145,10 @@ fn main() -> Result<()> {
         rt.block_on(wait_for_socket(daemon, tmp.path(), mode))?;
     }
     let (cpu_uid, memory_uid) = (uid(1), uid(2));
-    let (busy_app, _busy_pod) = pod_cgroup(&host.cpu.mount, &cpu_uid)?;
-    busy_app.set_cpu_quota(10_000, 100_000);
-    let (reader_app, _reader_pod) = pod_cgroup(&host.memory.mount, &memory_uid)?;
-    reader_app.set_memory_limit(32 << 20);
+    let busy_pod = pod_cgroup(&host.cpu.mount, &cpu_uid)?;
+    busy_pod.app.set_cpu_quota(10_000, 100_000);
+    let reader_pod = pod_cgroup(&host.memory.mount, &memory_uid)?;
+    reader_pod.app.set_memory_limit(32 << 20);
     let file = cold_file(if args.quick { 96 } else { 192 })?;
     // The collector indexes the new cgroups before anything is measured.
     std::thread::sleep(Duration::from_millis(300));
@@ -210,10 +216,11 @@ fn main() -> Result<()> {
         }
     }
 
-    let busy = (workload != Workload::Reclaim).then(|| spawn_in(&[&busy_app], "sh -c 'while :; do :; done'"));
+    let busy =
+        (workload != Workload::Reclaim).then(|| spawn_in(&[&busy_pod.app], "sh -c 'while :; do :; done'"));
     let reader = (workload != Workload::Throttle).then(|| {
         spawn_in(
-            &[&reader_app],
+            &[&reader_pod.app],
             &format!(
                 "sh -c 'while :; do cat \"{}\" >/dev/null; done'",
                 file.path().display()
