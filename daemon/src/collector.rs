@@ -13,10 +13,10 @@
 //!
 //! What is read at once is sent at once: the events of one drain are one batch, and so are the
 //! probe counters of one map read, each value reduced to the counters the aggregator uses
-//! ([`ProbeCounters`]); a batch holds at most a quarter of the queue ([`max_batch`]). File
-//! readings go one by one, as each cgroup's files are read (a reading costs several system
-//! calls, far more than its queue hop, and waiting for the rest of the cycle would only delay
-//! it).
+//! ([`ProbeCounters`]); a batch holds at most a quarter of the queue ([`max_batch`]). So are the
+//! file readings of one cycle: with the files kept open a cgroup's reading takes microseconds,
+//! and one batch makes one snapshot and one wake-up of every `WatchHeadroom` subscriber per
+//! cycle, where a record each made several.
 use std::{
     collections::{HashMap, HashSet},
     sync::{
@@ -494,10 +494,10 @@ impl State {
 
     fn send_cgroup_files(&mut self) {
         let index = self.index.load_full();
-        let sender = &self.sender;
-        self.files.read_all(&self.host, &index, |files| {
-            let _ = sender.send(files.into());
-        });
+        let mut batch = Vec::new();
+        self.files
+            .read_all(&self.host, &index, |files| batch.push(files.into()));
+        send_in_batches(&self.sender, batch);
     }
 }
 
