@@ -757,13 +757,13 @@ mod tests {
         let key = CgroupKey::new(0, 5);
         let (handle, reader, _) = pipeline_with(key);
         let mut f = CgroupFiles::new(key, Instant::now());
-        f.cpu = Some(CpuStat {
+        f.readings.cpu = Some(CpuStat {
             usage_ns: 2_500_000_000,
             nr_periods: 10,
             nr_throttled: 3,
             throttled_ns: 1_500_000_000,
         });
-        f.memory = Some(MemoryStat {
+        f.readings.memory = Some(MemoryStat {
             usage_bytes: 2048,
             working_set_bytes: 1024,
         });
@@ -832,7 +832,7 @@ mod tests {
         let (handle, reader, resolver) = pipeline_with(key);
         // The snapshot serves the Pod once any reading of it arrived.
         let mut f = CgroupFiles::new(key, Instant::now());
-        f.memory = Some(MemoryStat {
+        f.readings.memory = Some(MemoryStat {
             usage_bytes: 1,
             working_set_bytes: 1,
         });

@@ -621,7 +621,7 @@ impl TestHeadroomd {
                 reading += 1;
                 for (key, _) in pod_cgroups() {
                     let mut files = CgroupFiles::new(key, Instant::now());
-                    files.cpu = Some(CpuStat {
+                    files.readings.cpu = Some(CpuStat {
                         usage_ns: reading * 5_000_000,
                         nr_periods: reading,
                         ..CpuStat::default()

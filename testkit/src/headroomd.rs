@@ -155,13 +155,13 @@ impl InProcessHeadroomd {
 /// 1 ms usage each, `throttled` of them throttled for 1 ms, 64 MiB used and 48 MiB working set.
 pub fn cpu_files(id: u64, at: Instant, periods: u64, throttled: u64) -> PipelineInput {
     let mut f = CgroupFiles::new(CgroupKey::new(0, id), at);
-    f.cpu = Some(CpuStat {
+    f.readings.cpu = Some(CpuStat {
         usage_ns: periods * 1_000_000,
         nr_periods: periods,
         nr_throttled: throttled,
         throttled_ns: throttled * 1_000_000,
     });
-    f.memory = Some(MemoryStat {
+    f.readings.memory = Some(MemoryStat {
         usage_bytes: 64 << 20,
         working_set_bytes: 48 << 20,
     });

@@ -892,20 +892,20 @@ fn files_cycle(keys: &[CgroupKey], at: Instant, cycle: u64) -> impl Iterator<Ite
     };
     keys.iter().map(move |&key| {
         let mut f = CgroupFiles::new(key, at);
-        f.cpu = Some(CpuStat {
+        f.readings.cpu = Some(CpuStat {
             usage_ns: cycle * 50_000_000,
             nr_periods: cycle * 10,
             nr_throttled: cycle,
             throttled_ns: cycle * 1_000_000,
         });
-        f.memory = Some(MemoryStat {
+        f.readings.memory = Some(MemoryStat {
             usage_bytes: 300 * MIB,
             working_set_bytes: 200 * MIB,
         });
-        f.oom_kills = Some(0);
-        f.psi_cpu = Some(psi(cycle));
-        f.psi_memory = Some(psi(cycle));
-        f.psi_io = Some(psi(cycle));
+        f.readings.oom_kills = Some(0);
+        f.readings.psi_cpu = Some(psi(cycle));
+        f.readings.psi_memory = Some(psi(cycle));
+        f.readings.psi_io = Some(psi(cycle));
         PipelineInput::from(f)
     })
 }

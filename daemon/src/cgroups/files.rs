@@ -2,7 +2,7 @@
 //! dropped as soon as its cgroup leaves the index, within a cap on open descriptors.
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
-use headroom_cgroupfs::{StatFiles, StatReadings};
+use headroom_cgroupfs::StatFiles;
 use headroom_common::CgroupKey;
 
 use super::{CgroupHost, CgroupIndex};
@@ -102,20 +102,11 @@ impl CgroupFileReaders {
                 tracing::debug!(?key, "cgroup vanished before its files were read");
                 continue;
             }
-            send(record(*key, Instant::now(), readings));
+            send(CgroupFiles {
+                readings,
+                ..CgroupFiles::new(*key, Instant::now())
+            });
         }
-    }
-}
-
-fn record(key: CgroupKey, at: Instant, r: StatReadings) -> CgroupFiles {
-    CgroupFiles {
-        cpu: r.cpu,
-        memory: r.memory,
-        oom_kills: r.oom_kills,
-        psi_cpu: r.psi_cpu,
-        psi_memory: r.psi_memory,
-        psi_io: r.psi_io,
-        ..CgroupFiles::new(key, at)
     }
 }
 
@@ -165,7 +156,7 @@ mod tests {
         let mut read = Vec::new();
         readers.read_all(&host, &index, |f| read.push(f));
         assert_eq!(read.len(), 2);
-        assert!(read.iter().all(|f| f.cpu.is_some() && f.memory.is_some()));
+        assert!(read.iter().all(|f| f.readings.cpu.is_some() && f.readings.memory.is_some()));
         // Of each Pod cgroup only cpu.stat and memory.current exist here: the kept reader
         // holds those two open, the other none.
         assert_eq!(readers.readers.values().filter(|r| r.keeps_open()).count(), 1);

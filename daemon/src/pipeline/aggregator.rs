@@ -519,12 +519,12 @@ impl Aggregator {
         let prev = state.files_last.filter(|p| files.at > p.at);
         let dt = prev.map(|p| files.at.duration_since(p.at).as_secs_f64());
         let p = &mut state.pressure;
-        if let Some(cpu) = files.cpu {
+        if let Some(cpu) = files.readings.cpu {
             p.cpu_usage_seconds_total = fig(cpu.usage_ns as f64 / 1e9);
             p.cpu_periods_total = fig(cpu.nr_periods as f64);
             p.cpu_throttled_periods_total = fig(cpu.nr_throttled as f64);
             p.cpu_throttled_seconds_total = fig(cpu.throttled_ns as f64 / 1e9);
-            if let (Some(prev_cpu), Some(dt)) = (prev.and_then(|p| p.cpu), dt) {
+            if let (Some(prev_cpu), Some(dt)) = (prev.and_then(|p| p.readings.cpu), dt) {
                 if let Some(d) = delta(cpu.usage_ns, prev_cpu.usage_ns) {
                     p.cpu_usage_cores = fig(d as f64 / 1e9 / dt);
                 }
@@ -544,23 +544,26 @@ impl Aggregator {
                 }
             }
         }
-        if let Some(mem) = files.memory {
+        if let Some(mem) = files.readings.memory {
             p.memory_usage_bytes = fig(mem.usage_bytes as f64);
             p.memory_working_set_bytes = fig(mem.working_set_bytes as f64);
         }
         let psi = |cur: Option<PsiReading>, prev: Option<PsiReading>| {
             cur.map(|r| psi_figures(r, prev.zip(dt), measured_at))
         };
-        if files.psi_cpu.is_some() {
-            p.psi_cpu = psi(files.psi_cpu, prev.and_then(|p| p.psi_cpu));
+        if files.readings.psi_cpu.is_some() {
+            p.psi_cpu = psi(files.readings.psi_cpu, prev.and_then(|p| p.readings.psi_cpu));
         }
-        if files.psi_memory.is_some() {
-            p.psi_memory = psi(files.psi_memory, prev.and_then(|p| p.psi_memory));
+        if files.readings.psi_memory.is_some() {
+            p.psi_memory = psi(
+                files.readings.psi_memory,
+                prev.and_then(|p| p.readings.psi_memory),
+            );
         }
-        if files.psi_io.is_some() {
-            p.psi_io = psi(files.psi_io, prev.and_then(|p| p.psi_io));
+        if files.readings.psi_io.is_some() {
+            p.psi_io = psi(files.readings.psi_io, prev.and_then(|p| p.readings.psi_io));
         }
-        if let Some(oom) = files.oom_kills {
+        if let Some(oom) = files.readings.oom_kills {
             state.hot.oom_files = state.hot.oom_files.max(oom);
         }
         if state.files_last.is_none_or(|p| files.at >= p.at) {
@@ -568,11 +571,11 @@ impl Aggregator {
             // different paces (e.g. PSI less often) still have a previous value.
             let mut merged = *files;
             if let Some(old) = state.files_last {
-                merged.cpu = merged.cpu.or(old.cpu);
-                merged.memory = merged.memory.or(old.memory);
-                merged.psi_cpu = merged.psi_cpu.or(old.psi_cpu);
-                merged.psi_memory = merged.psi_memory.or(old.psi_memory);
-                merged.psi_io = merged.psi_io.or(old.psi_io);
+                merged.readings.cpu = merged.readings.cpu.or(old.readings.cpu);
+                merged.readings.memory = merged.readings.memory.or(old.readings.memory);
+                merged.readings.psi_cpu = merged.readings.psi_cpu.or(old.readings.psi_cpu);
+                merged.readings.psi_memory = merged.readings.psi_memory.or(old.readings.psi_memory);
+                merged.readings.psi_io = merged.readings.psi_io.or(old.readings.psi_io);
             }
             state.files_last = Some(merged);
         }

@@ -102,7 +102,7 @@ impl CgroupSample {
 }
 
 // The readings of cgroup files are cgroupfs's types.
-pub use headroom_cgroupfs::{CpuStat, MemoryStat, PsiLine, PsiReading};
+pub use headroom_cgroupfs::{CpuStat, MemoryStat, PsiLine, PsiReading, StatReadings};
 
 /// What was read from a cgroup's files at `at`. Absent parts were not available.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,18 +111,8 @@ pub struct CgroupFiles {
     pub key: CgroupKey,
     /// When the files were read.
     pub at: Instant,
-    /// `cpu.stat`.
-    pub cpu: Option<CpuStat>,
-    /// `memory.current` / `memory.stat`.
-    pub memory: Option<MemoryStat>,
-    /// `memory.events` `oom_kill`.
-    pub oom_kills: Option<u64>,
-    /// `cpu.pressure`.
-    pub psi_cpu: Option<PsiReading>,
-    /// `memory.pressure`.
-    pub psi_memory: Option<PsiReading>,
-    /// `io.pressure`.
-    pub psi_io: Option<PsiReading>,
+    /// The files' values.
+    pub readings: StatReadings,
 }
 
 impl CgroupFiles {
@@ -131,12 +121,7 @@ impl CgroupFiles {
         Self {
             key,
             at,
-            cpu: None,
-            memory: None,
-            oom_kills: None,
-            psi_cpu: None,
-            psi_memory: None,
-            psi_io: None,
+            readings: StatReadings::default(),
         }
     }
 }

@@ -88,13 +88,13 @@ fn files(
     usage_ns: u64,
 ) -> PipelineInput {
     let mut f = CgroupFiles::new(k, at);
-    f.cpu = Some(CpuStat {
+    f.readings.cpu = Some(CpuStat {
         usage_ns,
         nr_periods: periods,
         nr_throttled: throttled,
         throttled_ns,
     });
-    f.memory = Some(MemoryStat {
+    f.readings.memory = Some(MemoryStat {
         usage_bytes: 300 << 20,
         working_set_bytes: 200 << 20,
     });
