@@ -1,7 +1,8 @@
 //! `StatFiles` on the host's real cgroupfs (v1 or v2, whichever this is): a kept-open file read
 //! again from offset 0 shows the kernel's value now, not the text of its first read (cgroupfs
 //! files are seq_files, and a `pread` at 0 regenerates them); a cgroup whose files are held open
-//! can still be removed, and reading it afterwards is "absent", not an error or a panic.
+//! can still be removed, and reading it afterwards is "absent", not an error or a panic. Runs on
+//! this host (v1 hybrid) and in `cargo xtask vm-test`'s pure v2 guest.
 #![allow(clippy::unwrap_used)]
 
 use std::{
@@ -42,10 +43,10 @@ fn a_kept_open_file_reads_the_kernels_value_now_and_its_cgroup_can_still_be_remo
     let open = files.open_files();
     assert!(open >= 2, "usage and memory.stat are held open ({open})");
 
-    // 16 MiB of tmpfs written from inside the cgroup is charged to it, and stays charged while
-    // the file exists.
-    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
-    let file = shm.path().join("charged");
+    // 16 MiB written to a file from inside the cgroup is charged to it (page cache, or shmem
+    // where the temporary directory is tmpfs), and stays charged while nothing reclaims it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("charged");
     let writer = spawn_in(
         &[&cgroup],
         &format!(

@@ -1220,7 +1220,7 @@ pub(crate) fn host_records(root: &Path) -> PathBuf {
 /// The test binaries run in the guest, built if needed.
 fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
     progress(
-        "vm: cargo test --workspace --no-run (probes_kernel, actuator's v2_real, shim's standalone_give_way)",
+        "vm: cargo test --workspace --no-run (probes_kernel, actuator's v2_real, cgroupfs's stats_real, shim's standalone_give_way)",
     );
     let binaries = test_binaries(
         root,
@@ -1228,9 +1228,15 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
             ("headroom-daemon", "probes_kernel"),
             ("headroom-actuator", "v2_real"),
             ("headroom-shim", "standalone_give_way"),
+            ("headroom-cgroupfs", "stats_real"),
         ],
     )?;
-    let (probes, actuator, give_way) = (binaries[0].clone(), binaries[1].clone(), binaries[2].clone());
+    let (probes, actuator, give_way, stats) = (
+        binaries[0].clone(),
+        binaries[1].clone(),
+        binaries[2].clone(),
+        binaries[3].clone(),
+    );
     let args: Vec<String> = vec!["--test-threads=1".into(), "--nocapture".into()];
     let test = |name: &str, binary: PathBuf, args: Vec<String>| GuestTest {
         name: name.into(),
@@ -1278,6 +1284,8 @@ fn guest_tests(root: &Path) -> Result<Vec<GuestTest>> {
             )
         },
         test("actuator_v2_real", actuator, args.clone()),
+        // The collector's kept-open cgroup files on v2.
+        test("cgroupfs_stats_real", stats, args.clone()),
         GuestTest {
             // Shrink before evict on v2 cgroups: the seed gives way, a Pod without the
             // annotation is evicted. The memory cases need python3, which the guest lacks.

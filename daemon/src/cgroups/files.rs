@@ -156,7 +156,10 @@ mod tests {
         let mut read = Vec::new();
         readers.read_all(&host, &index, |f| read.push(f));
         assert_eq!(read.len(), 2);
-        assert!(read.iter().all(|f| f.readings.cpu.is_some() && f.readings.memory.is_some()));
+        assert!(
+            read.iter()
+                .all(|f| f.readings.cpu.is_some() && f.readings.memory.is_some())
+        );
         // Of each Pod cgroup only cpu.stat and memory.current exist here: the kept reader
         // holds those two open, the other none.
         assert_eq!(readers.readers.values().filter(|r| r.keeps_open()).count(), 1);
