@@ -34,7 +34,7 @@ use tracing::{info_span, warn};
 use crate::{
     cgroups::{
         CgroupHost, CgroupIndex,
-        files::{CgroupFileReaders, DEFAULT_MAX_OPEN_FILES},
+        files::{CgroupFileReaders, DEFAULT_MAX_OPEN_FILES, open_file_budget},
     },
     pipeline::{CgroupSample, PipelineInput, PipelineSender, ProbeCounters},
     probes::{ProbeHealth, Probes},
@@ -113,8 +113,8 @@ pub struct CollectorConfig {
     /// Cgroup roots beside `kubepods*` and `headroom` whose `pod<uid>` children are Pods (a
     /// standalone node's `--cgroup-root`).
     pub pod_roots: Vec<String>,
-    /// Cgroup files kept open between cycles at most; the Pod cgroups beyond it are read with
-    /// an open and a close each cycle.
+    /// Cgroup files kept open between cycles at most (and at most a quarter of the open-file
+    /// soft limit); the Pod cgroups beyond it are read with an open and a close each cycle.
     pub max_open_files: usize,
 }
 
@@ -172,7 +172,7 @@ impl Collector {
                     pod_roots: config.pod_roots.clone(),
                     report,
                     unknown: UnknownCgroups::default(),
-                    files: CgroupFileReaders::new(config.max_open_files),
+                    files: CgroupFileReaders::new(open_file_budget(config.max_open_files)),
                 };
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {

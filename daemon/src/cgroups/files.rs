@@ -13,6 +13,15 @@ use crate::pipeline::CgroupFiles;
 /// `server.max_connections`).
 pub const DEFAULT_MAX_OPEN_FILES: usize = 4096;
 
+/// `wanted`, but at most a quarter of the open-file soft limit: under a hard limit of 4,096 (an
+/// old systemd default), kept-open cgroup files must not take the descriptors the gRPC
+/// listeners and the actuator need.
+pub fn open_file_budget(wanted: usize) -> usize {
+    use nix::sys::resource::{Resource, getrlimit};
+    let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
+    wanted.min(usize::try_from(soft / 4).unwrap_or(usize::MAX))
+}
+
 /// Every Pod cgroup's [`StatFiles`], for the index it was last synchronised with.
 pub struct CgroupFileReaders {
     readers: HashMap<CgroupKey, StatFiles>,
@@ -27,6 +36,8 @@ pub struct CgroupFileReaders {
 }
 
 impl CgroupFileReaders {
+    /// Readers that keep at most `max_open_files` open ([`open_file_budget`] is applied by the
+    /// collector).
     pub fn new(max_open_files: usize) -> Self {
         Self {
             readers: HashMap::new(),
@@ -131,6 +142,19 @@ mod tests {
         .unwrap();
         std::fs::write(dir.join("memory.current"), "100\n").unwrap();
         dir
+    }
+
+    #[test]
+    fn the_budget_is_a_quarter_of_the_open_file_limit_at_most() {
+        let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .unwrap()
+            .0;
+        let quarter = usize::try_from(soft / 4).unwrap();
+        assert_eq!(open_file_budget(usize::MAX), quarter);
+        assert_eq!(
+            open_file_budget(quarter.saturating_sub(1)),
+            quarter.saturating_sub(1)
+        );
     }
 
     #[test]
