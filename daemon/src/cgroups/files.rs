@@ -19,7 +19,11 @@ pub const DEFAULT_MAX_OPEN_FILES: usize = 4096;
 pub fn open_file_budget(wanted: usize) -> usize {
     use nix::sys::resource::{Resource, getrlimit};
     let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
-    wanted.min(usize::try_from(soft / 4).unwrap_or(usize::MAX))
+    budget_under(wanted, soft)
+}
+
+fn budget_under(wanted: usize, soft_limit: u64) -> usize {
+    wanted.min(usize::try_from(soft_limit / 4).unwrap_or(usize::MAX))
 }
 
 /// Every Pod cgroup's [`StatFiles`], for the index it was last synchronised with.
@@ -146,14 +150,15 @@ mod tests {
 
     #[test]
     fn the_budget_is_a_quarter_of_the_open_file_limit_at_most() {
-        let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-            .unwrap()
-            .0;
-        let quarter = usize::try_from(soft / 4).unwrap();
-        assert_eq!(open_file_budget(usize::MAX), quarter);
+        assert_eq!(budget_under(DEFAULT_MAX_OPEN_FILES, 4096), 1024);
         assert_eq!(
-            open_file_budget(quarter.saturating_sub(1)),
-            quarter.saturating_sub(1)
+            budget_under(DEFAULT_MAX_OPEN_FILES, 1 << 20),
+            DEFAULT_MAX_OPEN_FILES
+        );
+        assert_eq!(budget_under(100, 0), 0);
+        assert_eq!(
+            budget_under(DEFAULT_MAX_OPEN_FILES, u64::MAX),
+            DEFAULT_MAX_OPEN_FILES
         );
     }
 
