@@ -90,7 +90,7 @@ impl CgFile {
 
     /// Reads the whole file from offset 0 into `buf` and returns it trimmed.
     pub fn read<'b>(&mut self, buf: &'b mut [u8; READ_BUF]) -> Result<&'b str, CgroupError> {
-        let len = self.read_into(buf)?;
+        let (len, _) = self.read_into_at(buf, 0)?;
         self.text(&buf[..len])
     }
 
@@ -130,10 +130,6 @@ impl CgFile {
     /// Whether a read handle is open.
     pub fn is_open(&self) -> bool {
         self.reader.is_some()
-    }
-
-    fn read_into(&mut self, buf: &mut [u8]) -> Result<usize, CgroupError> {
-        self.read_into_at(buf, 0).map(|(len, _)| len)
     }
 
     /// Reads into `buf` from `offset` until the end of the file or of `buf`: the bytes read,

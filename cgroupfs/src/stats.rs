@@ -5,7 +5,7 @@
 //! `pread(2)`. At a 100 ms cycle over every Pod's cgroups the opens were most of the daemon's
 //! CPU. An open file pins its cgroup in the kernel (after `rmdir` too) until it is closed, so
 //! the owner drops a [`StatFiles`] as soon as its cgroup leaves the index, and can ask for files
-//! that close after each read ([`StatFiles::new`]'s `keep_open`) when it holds enough.
+//! that close after each read ([`StatFiles::close_after_each_read`]) when it holds enough.
 
 use std::path::Path;
 
@@ -95,15 +95,14 @@ pub struct StatFiles {
 
 impl StatFiles {
     /// The files of the cgroup `dir`: the cpu controller's when `cpu` (with v1's
-    /// `cpuacct.usage` in `cpuacct_dir`), the memory controller's when `memory`. Without
-    /// `keep_open` every file is closed after each read.
+    /// `cpuacct.usage` in `cpuacct_dir`), the memory controller's when `memory`. They stay open
+    /// between reads unless [`StatFiles::close_after_each_read`] says otherwise.
     pub fn new(
         dir: &Path,
         version: CgroupVersion,
         cpu: bool,
         memory: bool,
         cpuacct_dir: Option<&Path>,
-        keep_open: bool,
     ) -> Self {
         let v2 = version == CgroupVersion::V2;
         Self {
@@ -120,21 +119,40 @@ impl StatFiles {
                 pressure: v2.then(|| Optional::new(dir, pressure::MEMORY)),
                 io_pressure: v2.then(|| Optional::new(dir, pressure::IO)),
             }),
-            keep_open,
+            keep_open: true,
         }
+    }
+
+    /// Every file is closed again after each read (for a reader beyond its owner's cap).
+    pub fn close_after_each_read(&mut self) {
+        self.keep_open = false;
+        self.close();
+    }
+
+    /// Every file of the set, once.
+    fn files(&self) -> impl Iterator<Item = &CgFile> {
+        let cpu = self.cpu.iter().flat_map(|c| {
+            [
+                Some(&c.stat),
+                Some(&c.pressure.file),
+                c.cpuacct_usage.as_ref().map(|u| &u.file),
+            ]
+        });
+        let memory = self.memory.iter().flat_map(|m| {
+            [
+                Some(&m.usage),
+                Some(&m.stat),
+                m.events.as_ref(),
+                m.pressure.as_ref().map(|p| &p.file),
+                m.io_pressure.as_ref().map(|p| &p.file),
+            ]
+        });
+        cpu.chain(memory).flatten()
     }
 
     /// The most files this set holds open at once.
     pub fn capacity(&self) -> usize {
-        let cpu = self
-            .cpu
-            .as_ref()
-            .map_or(0, |c| 2 + usize::from(c.cpuacct_usage.is_some()));
-        let memory = self
-            .memory
-            .as_ref()
-            .map_or(0, |m| 2 + usize::from(m.events.is_some()) * 3);
-        cpu + memory
+        self.files().count()
     }
 
     /// Whether files stay open between reads.
@@ -144,22 +162,7 @@ impl StatFiles {
 
     /// Files open now.
     pub fn open_files(&self) -> usize {
-        let mut open = 0;
-        if let Some(c) = &self.cpu {
-            open += usize::from(c.stat.is_open()) + usize::from(c.pressure.file.is_open());
-            open += c
-                .cpuacct_usage
-                .as_ref()
-                .map_or(0, |u| usize::from(u.file.is_open()));
-        }
-        if let Some(m) = &self.memory {
-            open += usize::from(m.usage.is_open()) + usize::from(m.stat.is_open());
-            open += m.events.as_ref().map_or(0, |e| usize::from(e.is_open()));
-            for psi in [&m.pressure, &m.io_pressure].into_iter().flatten() {
-                open += usize::from(psi.file.is_open());
-            }
-        }
-        open
+        self.files().filter(|f| f.is_open()).count()
     }
 
     /// Reads every file; `buf` is a scratch buffer the caller keeps between reads.
@@ -209,16 +212,12 @@ impl StatFiles {
         if let Some(c) = &mut self.cpu {
             c.stat.close();
             c.pressure.file.close();
-            if let Some(u) = &mut c.cpuacct_usage {
-                u.file.close();
-            }
+            c.cpuacct_usage.iter_mut().for_each(|u| u.file.close());
         }
         if let Some(m) = &mut self.memory {
             m.usage.close();
             m.stat.close();
-            if let Some(e) = &mut m.events {
-                e.close();
-            }
+            m.events.iter_mut().for_each(CgFile::close);
             for psi in [&mut m.pressure, &mut m.io_pressure].into_iter().flatten() {
                 psi.file.close();
             }
@@ -254,7 +253,7 @@ mod tests {
     fn a_v2_cgroup_reads_whole_and_its_files_stay_open_between_reads() {
         let tmp = tempfile::tempdir().unwrap();
         v2_tree(tmp.path());
-        let mut files = StatFiles::new(tmp.path(), CgroupVersion::V2, true, true, None, true);
+        let mut files = StatFiles::new(tmp.path(), CgroupVersion::V2, true, true, None);
         assert_eq!(files.capacity(), 7);
         let mut buf = Vec::new();
         let r = files.read(&mut buf);
@@ -279,7 +278,8 @@ mod tests {
     fn files_not_kept_open_are_closed_after_each_read() {
         let tmp = tempfile::tempdir().unwrap();
         v2_tree(tmp.path());
-        let mut files = StatFiles::new(tmp.path(), CgroupVersion::V2, true, true, None, false);
+        let mut files = StatFiles::new(tmp.path(), CgroupVersion::V2, true, true, None);
+        files.close_after_each_read();
         let r = files.read(&mut Vec::new());
         assert!(r.cpu.is_some() && r.memory.is_some());
         assert_eq!(files.open_files(), 0);
@@ -298,7 +298,7 @@ mod tests {
         let acct = tmp.path().join("acct");
         std::fs::create_dir(&acct).unwrap();
         std::fs::write(acct.join("cpuacct.usage"), "77\n").unwrap();
-        let mut files = StatFiles::new(&dir, CgroupVersion::V1, true, false, Some(&acct), true);
+        let mut files = StatFiles::new(&dir, CgroupVersion::V1, true, false, Some(&acct));
         let mut buf = Vec::new();
         assert_eq!(files.read(&mut buf).cpu.map(|c| c.usage_ns), Some(77));
         // v1 without PSI: the next reads do not try `cpu.pressure` again, even once it appears.

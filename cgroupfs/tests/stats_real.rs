@@ -37,7 +37,7 @@ fn a_kept_open_file_reads_the_kernels_value_now_and_its_cgroup_can_still_be_remo
     };
     let cgroup = TestCgroup::create(&host.memory.mount, "stats-real");
     let v2 = host.version == CgroupVersion::V2;
-    let mut files = StatFiles::new(&cgroup.path, host.version, v2, true, None, true);
+    let mut files = StatFiles::new(&cgroup.path, host.version, v2, true, None);
     let mut buf = Vec::new();
     let before = files.read(&mut buf).memory.unwrap().usage_bytes;
     let open = files.open_files();

@@ -34,7 +34,7 @@ use tracing::{info_span, warn};
 use crate::{
     cgroups::{
         CgroupHost, CgroupIndex,
-        files::{CgroupFileReaders, DEFAULT_MAX_OPEN_FILES, open_file_budget},
+        files::{CgroupFileReaders, DEFAULT_MAX_OPEN_FILES},
     },
     pipeline::{CgroupSample, PipelineInput, PipelineSender, ProbeCounters},
     probes::{ProbeHealth, Probes},
@@ -172,7 +172,7 @@ impl Collector {
                     pod_roots: config.pod_roots.clone(),
                     report,
                     unknown: UnknownCgroups::default(),
-                    files: CgroupFileReaders::new(open_file_budget(config.max_open_files)),
+                    files: CgroupFileReaders::new(config.max_open_files),
                 };
                 let mut last_walk = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {

@@ -16,7 +16,7 @@ pub const DEFAULT_MAX_OPEN_FILES: usize = 4096;
 /// `wanted`, but at most a quarter of the open-file soft limit: under a hard limit of 4,096 (an
 /// old systemd default), kept-open cgroup files must not take the descriptors the gRPC
 /// listeners and the actuator need.
-pub fn open_file_budget(wanted: usize) -> usize {
+fn open_file_budget(wanted: usize) -> usize {
     use nix::sys::resource::{Resource, getrlimit};
     let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
     budget_under(wanted, soft)
@@ -34,20 +34,17 @@ pub struct CgroupFileReaders {
     index: Option<Arc<CgroupIndex>>,
     /// Files the kept-open readers may hold; readers beyond it close after each read.
     max_open_files: usize,
-    /// Files the kept-open readers may hold now (their [`StatFiles::capacity`]).
-    kept: usize,
     buf: Vec<u8>,
 }
 
 impl CgroupFileReaders {
-    /// Readers that keep at most `max_open_files` open ([`open_file_budget`] is applied by the
-    /// collector).
+    /// Readers that keep at most `max_open_files` open, and at most a quarter of the process's
+    /// open-file soft limit.
     pub fn new(max_open_files: usize) -> Self {
         Self {
             readers: HashMap::new(),
             index: None,
-            max_open_files,
-            kept: 0,
+            max_open_files: open_file_budget(max_open_files),
             buf: Vec::new(),
         }
     }
@@ -65,7 +62,7 @@ impl CgroupFileReaders {
         }
         self.readers
             .retain(|key, _| index.get(key).is_some_and(|i| i.pod.is_some()));
-        self.kept = self
+        let mut kept: usize = self
             .readers
             .values()
             .filter(|r| r.keeps_open())
@@ -88,13 +85,11 @@ impl CgroupFileReaders {
                     .filter(|_| cpu)
                     .map(|mount| mount.join(info.relative.trim_start_matches('/')))
                     .filter(|dir| dir.exists());
-                let mut reader =
-                    StatFiles::new(&info.path, host.version, cpu, memory, cpuacct.as_deref(), true);
-                let keep = self.kept + reader.capacity() <= self.max_open_files;
-                if keep {
-                    self.kept += reader.capacity();
+                let mut reader = StatFiles::new(&info.path, host.version, cpu, memory, cpuacct.as_deref());
+                if kept + reader.capacity() <= self.max_open_files {
+                    kept += reader.capacity();
                 } else {
-                    reader = StatFiles::new(&info.path, host.version, cpu, memory, cpuacct.as_deref(), false);
+                    reader.close_after_each_read();
                 }
                 self.readers.insert(*key, reader);
             }
