@@ -44,6 +44,11 @@ impl BenchArgs {
     }
 }
 
+/// `d` in nanoseconds, saturating (a histogram's sample).
+pub fn ns(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// A new nanosecond histogram (1 ns .. 1 h, 3 significant digits).
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("constant histogram bounds are valid")

@@ -18,7 +18,7 @@ use headroom_actuator::{
 };
 use headroom_bench::runc::{RuncContainer, run, runc_version};
 use headroom_bench::{
-    BenchArgs, Comparison, Summary, new_histogram, plot_histogram, plot_percentiles, print_comparison,
+    BenchArgs, Comparison, Summary, new_histogram, ns, plot_histogram, plot_percentiles, print_comparison,
     write_json,
 };
 use serde_json::json;
@@ -79,10 +79,6 @@ fn skip_reason() -> Option<String> {
         Ok(CgroupSetup::Unified) => Some("unified (v2) host: this benchmark's scratch roots are v1".into()),
         Ok(_) => None,
     }
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// A process killed and reaped on drop.

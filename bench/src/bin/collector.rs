@@ -18,7 +18,7 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
-use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, print_comparison, write_json};
+use headroom_bench::{BenchArgs, Comparison, Summary, new_histogram, ns, print_comparison, write_json};
 use headroom_cgroupfs::CgroupVersion;
 use headroomd::cgroups::{CgroupHost, CgroupIndex, files::CgroupFileReaders, files::DEFAULT_MAX_OPEN_FILES};
 use serde_json::json;
@@ -28,7 +28,10 @@ const MOUNT: &str = "/sys/fs/cgroup";
 const PODS: usize = 100;
 const CONTAINERS: [&str; 3] = ["app", "sidecar", "pause"];
 
-/// The scratch tree: `<root>/pod<uid>/<container>` in every hierarchy read; removed on drop.
+/// The scratch tree: `<root>/pod<uid>/<container>` in every hierarchy read, as the kubelet
+/// makes them; removed on drop. Not the actuator's `PodCgroups`: the standalone layout has no
+/// cgroup in a separate v1 `cpuacct` hierarchy (this host's), so the collector would skip
+/// `cpuacct.usage` and the benchmark would measure less than a kubelet node costs.
 struct Scratch {
     dirs: Vec<PathBuf>,
 }
@@ -89,10 +92,6 @@ fn thread_cpu() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(Duration::from)
         .unwrap_or_default()
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// One cycle over every Pod cgroup: its wall and thread CPU time, in ns.

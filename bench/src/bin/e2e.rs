@@ -26,7 +26,7 @@ use headroom_actuator::layout::DEFAULT_MOUNT;
 use headroom_bench::load::Load;
 use headroom_bench::runc::{RuncContainer, run, runc_version};
 use headroom_bench::{
-    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
+    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, ns, plot_histogram, plot_percentiles,
     print_comparison, print_table, write_json,
 };
 use headroom_node_model::Resources;
@@ -275,10 +275,6 @@ struct VariantResult {
     shrunk: Vec<usize>,
     /// Resets (shrink + victims recreated), for the record.
     reset: Histogram<u64>,
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn running_victims(node: &StandaloneNode) -> usize {

@@ -44,7 +44,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use hdrhistogram::Histogram;
 use headroom_bench::{
-    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
+    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, ns, plot_histogram, plot_percentiles,
     print_comparison, write_json,
 };
 use headroom_client::headroom_client;
@@ -106,10 +106,6 @@ struct Args {
     /// For profilers: only the throughput rounds of one side (0 = ours, 1–3 = the baseline rows).
     #[arg(long, hide = true)]
     only_side: Option<usize>,
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn per_second(count: u64, d: Duration) -> f64 {

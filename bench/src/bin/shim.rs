@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use hdrhistogram::Histogram;
 use headroom_bench::{
-    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, plot_histogram, plot_percentiles,
+    BenchArgs, Comparison, Summary, fmt_ns, new_histogram, ns, plot_histogram, plot_percentiles,
     print_comparison, write_json,
 };
 use headroom_node_model::{QosClass, Resources};
@@ -46,10 +46,6 @@ struct Args {
     /// Resizes streamed through the generic path (default 200; 10 with --quick).
     #[arg(long)]
     peer_stream: Option<usize>,
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// xorshift64: deterministic, no dependency.
