@@ -2,7 +2,8 @@
 //!
 //! One thread, one cycle per interval: drain the probes' ring buffer, read their per-cgroup
 //! counters (sending only what changed), re-walk cgroupfs when cgroups came or went, and read
-//! the files of every Pod cgroup (kept open between cycles, see [`CgroupFileReaders`]). Sending never blocks: a full queue drops and counts.
+//! the files of every Pod cgroup (kept open between cycles, see [`CgroupFileReaders`]). Sending
+//! never blocks: a full queue drops and counts.
 //!
 //! Kernel events are pushed ([`KernelEvents::Push`], the default): between cycles the thread
 //! waits in poll(2) on the ring buffer's fd, timed out at the next cycle, and forwards the
