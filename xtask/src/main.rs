@@ -332,6 +332,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
     vm::kernel_tests(root, true, false)?;
     progress("test: the arm64 build, checked under qemu-user");
     let arm64_release = arm64::build(root)?;
+    disk_report(root, "after the arm64 build");
     progress("test: the two-platform image (OCI layout), checked");
     image(root, &arm64_release)?;
     if !no_bench {
@@ -341,6 +342,7 @@ fn test(root: &Path, no_lint: bool, no_bench: bool) -> Result<()> {
         progress("soak --cluster: 60 s short run on the real node");
         kube_soak(root, &["--seconds", "60"])?;
     }
+    disk_report(root, "at the end");
     Ok(())
 }
 
@@ -553,5 +555,35 @@ fn disk_report(root: &Path, when: &str) {
     } else {
         String::new()
     };
-    progress(&format!("disk {when}: {gib:.1} GiB free{warning}"));
+    // What target/ holds, biggest first: an ENOSPC later in the run names its cause here.
+    let held = target_sizes(&root.join("target"))
+        .iter()
+        .take(6)
+        .map(|(name, kib)| format!("{name} {:.1}", *kib as f64 / (1024.0 * 1024.0)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    progress(&format!(
+        "disk {when}: {gib:.1} GiB free{warning}; target/ holds (GiB) {held}"
+    ));
+}
+
+/// Each entry of `target` with its size in KiB (`du -sk`), biggest first.
+fn target_sizes(target: &Path) -> Vec<(String, u64)> {
+    let Ok(entries) = std::fs::read_dir(target) else {
+        return Vec::new();
+    };
+    let mut sizes: Vec<(String, u64)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let out = Command::new("du").arg("-sk").arg(entry.path()).output().ok()?;
+            let kib = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some((entry.file_name().to_string_lossy().into_owned(), kib))
+        })
+        .collect();
+    sizes.sort_by_key(|(_, kib)| std::cmp::Reverse(*kib));
+    sizes
 }
