@@ -118,8 +118,8 @@ pub fn run(
 
     let patched = Instant::now();
     kubectl(&RESIZE_ARGS, show)?;
-    // The kubelet defers (250m are left, 100m beside headroom's DaemonSet), the victim goes,
-    // the kubelet actuates.
+    // The kubelet defers (250m are left, less what headroom's DaemonSet requests), the victim
+    // goes, the kubelet actuates.
     wait(
         plane,
         node,

@@ -535,7 +535,8 @@ fn progress(line: &str) {
 /// One progress line with the free space where `target/` lives: these machines share their disk,
 /// and a run that fails for want of it should say so up front.
 fn disk_report(root: &Path, when: &str) {
-    const FRESH_BUILD_NEEDS_GIB: f64 = 20.0;
+    // A fresh run left 18 GiB in target/ and put up to 7 GiB in Go's caches (README, "Disk").
+    const FRESH_BUILD_NEEDS_GIB: f64 = 26.0;
     let out = Command::new("df").args(["-P", "-k"]).arg(root).output();
     let free_kib = out.ok().and_then(|out| {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -549,7 +550,7 @@ fn disk_report(root: &Path, when: &str) {
     let Some(kib) = free_kib else {
         return progress(&format!("disk {when}: df did not answer"));
     };
-    let gib = kib as f64 / (1024.0 * 1024.0);
+    let gib = gib_of(kib);
     let warning = if gib < FRESH_BUILD_NEEDS_GIB {
         format!(" WARNING: a fresh build needs about {FRESH_BUILD_NEEDS_GIB} GiB")
     } else {
@@ -559,12 +560,16 @@ fn disk_report(root: &Path, when: &str) {
     let held = target_sizes(&root.join("target"))
         .iter()
         .take(6)
-        .map(|(name, kib)| format!("{name} {:.1}", *kib as f64 / (1024.0 * 1024.0)))
+        .map(|(name, kib)| format!("{name} {:.1}", gib_of(*kib)))
         .collect::<Vec<_>>()
         .join(", ");
     progress(&format!(
         "disk {when}: {gib:.1} GiB free{warning}; target/ holds (GiB) {held}"
     ));
+}
+
+fn gib_of(kib: u64) -> f64 {
+    kib as f64 / (1024.0 * 1024.0)
 }
 
 /// Each entry of `target` with its size in KiB (`du -sk`), biggest first.
