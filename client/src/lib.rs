@@ -33,6 +33,31 @@ pub const VERSION: &str = concat!(
     env!("HEADROOM_GIT_COMMIT"),
     ")"
 );
+/// The `User-Agent` a headroom program sends the API server, shaped as client-go's
+/// (`kube-scheduler/v1.37.2 (linux/amd64) kubernetes/<commit>`): the API server names the field
+/// manager of a write after the part before the first `/` (so `kubectl get --show-managed-fields`
+/// shows `headroom-shim` beside `kube-scheduler` and `kubelet`), and audit logs and its request
+/// metrics show the whole. Without one, kube-rs sends none.
+pub fn kube_user_agent(program: &str) -> String {
+    format!(
+        "{program}/{} ({}/{}) headroom/{}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        go_arch(std::env::consts::ARCH),
+        env!("HEADROOM_GIT_COMMIT")
+    )
+}
+
+/// Go's name of an architecture (what client-go's `User-Agent` carries), for the two this
+/// project builds.
+fn go_arch(rust_arch: &str) -> &str {
+    match rust_arch {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
 /// The response header (gRPC initial metadata) in which headroomd names its [`VERSION`].
 pub const VERSION_HEADER: &str = "headroom-version";
 pub use headroomd::{Headroomd, HeadroomdError, RPC_TIMEOUT};

@@ -312,6 +312,27 @@ async fn watch_node(
     }
 }
 
+/// The Pod set last handed to the sink. Most Pod events change nothing the node counts (a
+/// status condition, an IP, a container started): handing those on would bump the set's
+/// generation, and every generation makes the aggregator publish a snapshot to each
+/// `WatchHeadroom` subscriber, the shim among them, at the very moment the shim is deciding on
+/// the same event.
+#[derive(Default)]
+struct Published(Option<Vec<PodEntry>>);
+
+impl Published {
+    /// `entries` (in uid order, so that the store's order does not count as a change) when they
+    /// differ from the last set handed on, which they then become; `None` when they do not.
+    fn changed(&mut self, mut entries: Vec<PodEntry>) -> Option<Vec<PodEntry>> {
+        entries.sort_by(|a, b| a.pod.uid.cmp(&b.pod.uid));
+        if self.0.as_ref() == Some(&entries) {
+            return None;
+        }
+        self.0 = Some(entries.clone());
+        Some(entries)
+    }
+}
+
 async fn watch_pods(
     client: kube::Client,
     node_name: String,
@@ -325,14 +346,17 @@ async fn watch_pods(
         .default_backoff()
         .reflect(writer);
     let mut stream = std::pin::pin!(stream);
-    let publish = |sink: &InMemoryPodSource| {
+    let mut published = Published::default();
+    let mut publish = |sink: &InMemoryPodSource| {
         let pods = store.state();
         let entries = pod_entries(pods.iter().map(|p| &**p));
         tracing::debug!(pods = pods.len(), counted = entries.len(), "pods");
-        if let Some(on_pods) = &on_pods {
-            on_pods(&entries);
+        if let Some(entries) = published.changed(entries) {
+            if let Some(on_pods) = &on_pods {
+                on_pods(&entries);
+            }
+            sink.set(entries);
         }
-        sink.set(entries);
     };
     let mut cycle = 0u64;
     while let Some(event) = stream.next().await {

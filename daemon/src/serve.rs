@@ -175,12 +175,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         // The client first: without credentials nothing else is started.
         let kube_client = match &kube_node {
             None => None,
-            Some(_) => Some(
-                kube::Client::try_default()
-                    .await
-                    .map_err(KubeSourceError::from)
-                    .context("--pods-from kube")?,
-            ),
+            Some(_) => Some(kube_client().await.context("--pods-from kube")?),
         };
         let mut options = NodeOptions::new(config);
         if args.actuation == Actuation::On {
@@ -228,4 +223,17 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         node.shutdown().await
     })
+}
+
+/// kube's default client (in-cluster or kubeconfig), naming itself `headroomd` to the API server
+/// ([`headroom_client::kube_user_agent`]).
+async fn kube_client() -> Result<kube::Client, KubeSourceError> {
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(|e| KubeSourceError::from(kube::Error::InferConfig(e)))?;
+    let agent = headroom_client::kube_user_agent("headroomd");
+    if let Ok(value) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    kube::Client::try_from(config).map_err(KubeSourceError::from)
 }

@@ -713,6 +713,41 @@ fn a_removal_refused_leaves_everything_and_says_why(
                 .cloned()
         };
         wait_for(&shim, "the mark taken back", Duration::from_secs(5), unmarked);
+        // The API server names the condition's field manager after the shim's User-Agent, as it
+        // names kube-scheduler's marks `kube-scheduler`.
+        let low: Value = serde_json::from_str(
+            &plane
+                .kubectl_ok(&[
+                    "get",
+                    "pod",
+                    "low-priority-pod",
+                    "-n",
+                    "default",
+                    "-o",
+                    "json",
+                    "--show-managed-fields",
+                ])
+                .unwrap(),
+        )
+        .unwrap();
+        let managers: Vec<&str> = low["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| {
+                m["subresource"] == "status"
+                    && m["fieldsV1"]["f:status"]["f:conditions"]
+                        .get(r#"k:{"type":"DisruptionTarget"}"#)
+                        .is_some()
+            })
+            .filter_map(|m| m["manager"].as_str())
+            .collect();
+        assert_eq!(
+            managers,
+            ["headroom-shim"],
+            "{:#}",
+            low["metadata"]["managedFields"]
+        );
     }
     let high = pod(plane, "default", "high-priority-pod").unwrap();
     let pending = condition(&high, "PodResizePending").unwrap();

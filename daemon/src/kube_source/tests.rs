@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::pipeline::PodSource as _;
 use serde_json::{Value, json};
 
 fn node_json() -> Value {
@@ -223,4 +224,46 @@ fn node_name_comes_from_the_flag_then_node_name_env() {
         resolve_node_name(None, None),
         Err(KubeSourceError::NoNodeName)
     ));
+}
+
+#[test]
+fn only_a_pod_set_that_counts_differently_reaches_the_sink() {
+    let sink = InMemoryPodSource::default();
+    let mut published = Published::default();
+    let mut hand_on = |pods: &[Value]| {
+        let pods: Vec<Pod> = pods.iter().cloned().map(pod).collect();
+        if let Some(entries) = published.changed(pod_entries(&pods)) {
+            sink.set(entries);
+        }
+        sink.generation()
+    };
+    let a = pod_json(
+        "a",
+        "aaaaaaaa-0000-4000-8000-000000000001",
+        "Running",
+        vec![container("app", "1", "1Gi")],
+    );
+    let b = pod_json(
+        "b",
+        "bbbbbbbb-0000-4000-8000-000000000002",
+        "Running",
+        vec![container("app", "500m", "256Mi")],
+    );
+    let first = hand_on(&[a.clone(), b.clone()]);
+    // The same Pods in the other order, then with a status condition the kubelet wrote
+    // (a Deferred mark): the node counts nothing new.
+    assert_eq!(hand_on(&[b.clone(), a.clone()]), first);
+    let mut marked = a.clone();
+    marked["status"]["conditions"] =
+        json!([{"type": "PodResizePending", "status": "True", "reason": "Deferred"}]);
+    assert_eq!(hand_on(&[marked.clone(), b.clone()]), first);
+    // A resize the node counts, and a Pod gone: each is a new set.
+    let mut resized = marked;
+    resized["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("1500m");
+    let after_resize = hand_on(&[resized.clone(), b]);
+    assert!(after_resize > first);
+    let counted: Vec<Resources> = sink.pods().pods.iter().map(|e| e.requests).collect();
+    assert!(counted.contains(&Resources::new(1_500, 1 << 30)), "{counted:?}");
+    assert!(hand_on(&[resized]) > after_resize);
+    assert_eq!(sink.pods().pods.len(), 1);
 }

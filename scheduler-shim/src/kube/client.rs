@@ -8,6 +8,9 @@
 //! shim needs no WebSocket upgrade (no exec, attach or port-forward), which is what keeps kube
 //! itself on HTTP/1.1.
 //!
+//! It names itself as client-go does ([`headroom_client::kube_user_agent`]): the API server
+//! takes the field manager of the victims' `DisruptionTarget` marks from it.
+//!
 //! Everything else is kube's own: its TLS configuration (CA, client identity, CA reload), its
 //! base-URI, authentication and impersonation layers. Two things are left out on purpose: kube's
 //! retry layer (an Eviction refused with 429 must reach the reconciler at once) and its read
@@ -32,7 +35,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client for `config` that negotiates HTTP/2 by ALPN (HTTP/1.1 if the server offers only
 /// that), with kube's TLS and authentication. `config.default_retry` is not honoured: see above.
-pub fn http2_client(config: kube::Config) -> Result<kube::Client, kube::Error> {
+pub fn http2_client(mut config: kube::Config) -> Result<kube::Client, kube::Error> {
+    if !config
+        .headers
+        .iter()
+        .any(|(name, _)| name == http::header::USER_AGENT)
+    {
+        let agent = headroom_client::kube_user_agent("headroom-shim");
+        let value = http::HeaderValue::from_str(&agent).map_err(|e| kube::Error::Service(Box::new(e)))?;
+        config.headers.push((http::header::USER_AGENT, value));
+    }
     if config.proxy_url.is_some() {
         // Through a proxy, kube's own stack (HTTP/1.1), which knows the proxy protocols.
         tracing::info!("the kubeconfig names a proxy: the API server is reached over HTTP/1.1");
