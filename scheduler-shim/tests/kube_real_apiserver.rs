@@ -827,6 +827,123 @@ fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
     a_removal_refused_leaves_everything_and_says_why(&plane, &kubeconfig, "delete", "failed calling webhook");
 }
 
+/// Two victims, removed at once as kube-scheduler's executor removes its victims: the delete of
+/// one fails in admission (a webhook down for Pods labelled `deny-delete`), the other goes
+/// through. The removed one is on its way with its `Preempted` Event; the other keeps running, its
+/// mark taken back; the resize stays Deferred and the Warning names the one that stayed.
+#[test]
+fn of_two_victims_removed_together_one_refused_stays_unmarked_and_the_other_goes() {
+    let plane = seed_cluster();
+    let second = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: low-priority-pod-2
+  namespace: default
+spec:
+  nodeName: kind-control-plane
+  priorityClassName: low-priority
+  priority: 1000
+  containers:
+  - name: worker
+    image: nginx
+    resources:
+      requests: {cpu: "1", memory: 100Mi}
+      limits: {cpu: "1", memory: 100Mi}
+status:
+  phase: Running
+  qosClass: Guaranteed
+  startTime: "2026-09-10T10:05:00Z"
+  containerStatuses:
+  - name: worker
+    image: docker.io/library/nginx:latest
+    imageID: ""
+    ready: true
+    restartCount: 0
+    started: true
+    state: {running: {startedAt: "2026-09-10T10:05:08Z"}}
+    allocatedResources: {cpu: "1", memory: 100Mi}
+    resources:
+      requests: {cpu: "1", memory: 100Mi}
+      limits: {cpu: "1", memory: 100Mi}
+"#;
+    load_cluster_file(&plane, second).unwrap();
+    // The first victim in the scheduler's order (same priority, earlier start) is the one
+    // refused: removed one after the other, the second would never have been tried.
+    plane
+        .kubectl_ok(&["label", "pod", "low-priority-pod", "deny-delete=yes"])
+        .unwrap();
+    let webhook = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "deletes-down-for-one"},
+        "webhooks": [{
+            "name": "deletes-down-for-one.headroom.invalid",
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                       "resources": ["pods"]}],
+            "objectSelector": {"matchLabels": {"deny-delete": "yes"}},
+            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 2,
+        }],
+    });
+    plane
+        .kubectl_stdin(&["create", "-f", "-"], &webhook.to_string())
+        .unwrap();
+    // 4950m in use; 7 CPUs need 3950m more: both low-priority Pods (3 + 1 CPU), neither reprieved.
+    real_cluster::resize_and_defer(
+        &plane,
+        "high-priority-pod",
+        "app",
+        "7",
+        "Node didn't have enough resource: cpu, requested: 7000, used: 4950, capacity: 8000",
+    );
+    let kubeconfig = daemonset_kubeconfig(&plane);
+    let shim = Shim::start(&plane, &kubeconfig, NODE, &["--preemption", "delete"]);
+    let refusal = wait_for(
+        &shim,
+        "the ResizePreemptionFailed Event",
+        Duration::from_secs(60),
+        || {
+            events_of(&plane, "high-priority-pod")
+                .into_iter()
+                .find(|e| e["reason"] == "ResizePreemptionFailed")
+        },
+    );
+    let message = refusal["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("default/low-priority-pod:") && message.contains("failed calling webhook"),
+        "the Warning names the victim that stayed and why: {message}"
+    );
+    let other = pod(&plane, "default", "low-priority-pod-2").unwrap();
+    assert!(
+        other.pointer("/metadata/deletionTimestamp").is_some(),
+        "the other victim was deleted: {other:#}"
+    );
+    assert_eq!(preempted_events(&plane, "low-priority-pod-2"), 1);
+    let stayed = || {
+        let refused = pod(&plane, "default", "low-priority-pod").unwrap();
+        let unmarked = refused.pointer("/metadata/deletionTimestamp").is_none()
+            && condition(&refused, "DisruptionTarget")
+                .is_some_and(|mark| mark["status"] == "False" && mark.get("reason").is_none());
+        unmarked.then_some(())
+    };
+    wait_for(
+        &shim,
+        "the refused victim's mark taken back",
+        Duration::from_secs(10),
+        stayed,
+    );
+    assert_eq!(preempted_events(&plane, "low-priority-pod"), 0);
+    let high = pod(&plane, "default", "high-priority-pod").unwrap();
+    assert_eq!(
+        condition(&high, "PodResizePending").unwrap()["reason"],
+        "Deferred"
+    );
+}
+
 /// 500: the Eviction API failing in admission.
 #[test]
 fn an_eviction_failing_in_admission_with_500_leaves_the_victim_running_and_says_why() {

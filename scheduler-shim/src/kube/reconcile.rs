@@ -922,51 +922,70 @@ impl preempt::Backend for KubeCycle<'_> {
             return Err(why.to_string());
         }
         let node = b.config.node_name.clone();
-        let mut removed = 0u64;
-        // Marked and not removed yet: what a failure part-way takes back.
+        // Marked and not removed yet: what a failure takes back.
         let mut staying = std::mem::take(&mut marked.marked);
+        let mut removing = Vec::new();
         for victim in &decision.victims {
             let victim_key = format!("{}/{}", victim.namespace, victim.name);
             if victim.terminating {
                 // Already on its way out (an earlier preemption, or anyone's delete): as
                 // upstream's executor, no second API call and no second Preempted Event.
                 tracing::info!(victim = %victim_key, "victim already terminating; not evicted again");
-                continue;
-            }
-            if marked.gone.contains(&victim.uid) {
+            } else if marked.gone.contains(&victim.uid) {
                 tracing::info!(victim = %victim_key, "victim already gone");
-                continue;
+            } else {
+                removing.push(victim);
             }
-            let outcome = effects::remove_victim(&b.client, &b.config, victim).await;
-            if outcome.is_ok() {
-                staying.remove(&victim.uid);
-            }
+        }
+        // All at once, as kube-scheduler's executor removes its victims in parallel: with several
+        // victims the last delete does not wait for the others' round trips. One that fails does
+        // not stop the others (upstream's do not stop either once sent).
+        let outcomes = futures::future::join_all(
+            removing
+                .iter()
+                .map(|victim| effects::remove_victim(&b.client, &b.config, victim)),
+        )
+        .await;
+        let mut removed = Vec::new();
+        let mut failure = None;
+        for (victim, outcome) in removing.into_iter().zip(outcomes) {
+            let victim_key = format!("{}/{}", victim.namespace, victim.name);
             match outcome {
                 Ok(VictimOutcome::Removed) => {
-                    removed += 1;
+                    staying.remove(&victim.uid);
                     self.report.preempted.push(victim_key);
-                    let regarding = effects::pod_reference(&victim.namespace, &victim.name, &victim.uid);
-                    let note = effects::preempted_note(&resize.uid, &node);
-                    b.event(
-                        regarding,
-                        Some(resizer.clone()),
-                        "Normal",
-                        reasons::PREEMPTED,
-                        actions::PREEMPTING,
-                        note,
-                    )
-                    .await;
+                    removed.push(victim);
                 }
-                Ok(VictimOutcome::AlreadyGone) => tracing::info!(victim = %victim_key, "victim already gone"),
+                Ok(VictimOutcome::AlreadyGone) => {
+                    staying.remove(&victim.uid);
+                    tracing::info!(victim = %victim_key, "victim already gone");
+                }
                 Err(error) => {
                     tracing::warn!(pod = %resize.key, victim = %victim_key, %error, "preemption failed");
-                    // This victim and those after it stay; the ones before it are on their way.
-                    b.unmark(decision, &staying).await;
-                    let why = format!("could not preempt {victim_key}: {error}");
-                    b.failed(resizer, resize.generation, why.clone()).await;
-                    return Err(why);
+                    failure.get_or_insert_with(|| format!("could not preempt {victim_key}: {error}"));
                 }
             }
+        }
+        // The removed are on their way whatever happened to the others: each gets its Event.
+        let preempted = removed.iter().map(|victim| {
+            let regarding = effects::pod_reference(&victim.namespace, &victim.name, &victim.uid);
+            let note = effects::preempted_note(&resize.uid, &node);
+            b.event(
+                regarding,
+                Some(resizer.clone()),
+                "Normal",
+                reasons::PREEMPTED,
+                actions::PREEMPTING,
+                note,
+            )
+        });
+        futures::future::join_all(preempted).await;
+        let removed = removed.len() as u64;
+        if let Some(why) = failure {
+            // Those not removed keep running: their marks are taken back.
+            b.unmark(decision, &staying).await;
+            b.failed(resizer, resize.generation, why.clone()).await;
+            return Err(why);
         }
         let n = decision.victims.len();
         b.board.staged(&resize.key, Stage::Preempted);
