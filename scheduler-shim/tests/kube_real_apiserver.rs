@@ -796,6 +796,17 @@ fn an_eviction_forbidden_by_rbac_leaves_the_victim_running_and_says_why() {
 /// down, with `failurePolicy: Fail`: the API server answers every such call `InternalError`,
 /// `failed calling webhook`.
 fn webhook_down(plane: &ControlPlane, name: &str, operation: &str, resource: &str) {
+    webhook_down_for(plane, name, operation, resource, &serde_json::json!({}));
+}
+
+/// [`webhook_down`] for the objects `object_selector` selects (`{}`: all of them).
+fn webhook_down_for(
+    plane: &ControlPlane,
+    name: &str,
+    operation: &str,
+    resource: &str,
+    object_selector: &Value,
+) {
     let webhook = serde_json::json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -804,6 +815,7 @@ fn webhook_down(plane: &ControlPlane, name: &str, operation: &str, resource: &st
             "name": format!("{name}.headroom.invalid"),
             "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": [operation],
                        "resources": [resource]}],
+            "objectSelector": object_selector,
             // Nothing listens on port 1: every call fails, and Fail turns that into a 500.
             "clientConfig": {"url": "https://127.0.0.1:1/validate"},
             "failurePolicy": "Fail",
@@ -873,25 +885,13 @@ status:
     plane
         .kubectl_ok(&["label", "pod", "low-priority-pod", "deny-delete=yes"])
         .unwrap();
-    let webhook = serde_json::json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "deletes-down-for-one"},
-        "webhooks": [{
-            "name": "deletes-down-for-one.headroom.invalid",
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
-                       "resources": ["pods"]}],
-            "objectSelector": {"matchLabels": {"deny-delete": "yes"}},
-            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": 2,
-        }],
-    });
-    plane
-        .kubectl_stdin(&["create", "-f", "-"], &webhook.to_string())
-        .unwrap();
+    webhook_down_for(
+        &plane,
+        "deletes-down-for-one",
+        "DELETE",
+        "pods",
+        &serde_json::json!({"matchLabels": {"deny-delete": "yes"}}),
+    );
     // 4950m in use; 7 CPUs need 3950m more: both low-priority Pods (3 + 1 CPU), neither reprieved.
     real_cluster::resize_and_defer(
         &plane,
