@@ -167,11 +167,13 @@ pub fn pod_entry(pod: &Pod) -> Result<Option<PodEntry>, KubeSourceError> {
     }))
 }
 
-/// The Pods that count against the node. A Pod whose requests cannot be counted (quantities the
-/// API server should never have stored) is logged and counted as filling the node: headroom must
-/// not be over-stated on input it cannot read.
+/// The Pods that count against the node, in uid order (whatever order the store holds them in,
+/// the same Pods make the same set). A Pod whose requests cannot be counted (quantities the API
+/// server should never have stored) is logged and counted as filling the node: headroom must not
+/// be over-stated on input it cannot read.
 pub fn pod_entries<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<PodEntry> {
-    pods.into_iter()
+    let mut entries: Vec<PodEntry> = pods
+        .into_iter()
         .filter_map(|pod| match pod_entry(pod) {
             Ok(entry) => entry,
             Err(error) => {
@@ -183,7 +185,9 @@ pub fn pod_entries<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<PodEntry>
                 })
             }
         })
-        .collect()
+        .collect();
+    entries.sort_by(|a, b| a.pod.uid.cmp(&b.pod.uid));
+    entries
 }
 
 /// The node name for `--pods-from kube`: the flag, else `NODE_NAME` (the downward API).
@@ -312,27 +316,6 @@ async fn watch_node(
     }
 }
 
-/// The Pod set last handed to the sink. Most Pod events change nothing the node counts (a
-/// status condition, an IP, a container started): handing those on would bump the set's
-/// generation, and every generation makes the aggregator publish a snapshot to each
-/// `WatchHeadroom` subscriber, the shim among them, at the very moment the shim is deciding on
-/// the same event.
-#[derive(Default)]
-struct Published(Option<Vec<PodEntry>>);
-
-impl Published {
-    /// `entries` (in uid order, so that the store's order does not count as a change) when they
-    /// differ from the last set handed on, which they then become; `None` when they do not.
-    fn changed(&mut self, mut entries: Vec<PodEntry>) -> Option<Vec<PodEntry>> {
-        entries.sort_by(|a, b| a.pod.uid.cmp(&b.pod.uid));
-        if self.0.as_ref() == Some(&entries) {
-            return None;
-        }
-        self.0 = Some(entries.clone());
-        Some(entries)
-    }
-}
-
 async fn watch_pods(
     client: kube::Client,
     node_name: String,
@@ -346,17 +329,17 @@ async fn watch_pods(
         .default_backoff()
         .reflect(writer);
     let mut stream = std::pin::pin!(stream);
-    let mut published = Published::default();
-    let mut publish = |sink: &InMemoryPodSource| {
+    // Most Pod events change nothing the node counts (a status condition, an IP, a container
+    // started): a new set for those would make the aggregator publish a snapshot to every
+    // `WatchHeadroom` subscriber, the shim among them, just as the shim decides on the same event.
+    let publish = |sink: &InMemoryPodSource| {
         let pods = store.state();
         let entries = pod_entries(pods.iter().map(|p| &**p));
         tracing::debug!(pods = pods.len(), counted = entries.len(), "pods");
-        if let Some(entries) = published.changed(entries) {
-            if let Some(on_pods) = &on_pods {
-                on_pods(&entries);
-            }
-            sink.set(entries);
+        if let Some(on_pods) = &on_pods {
+            on_pods(&entries);
         }
+        sink.set_if_changed(entries);
     };
     let mut cycle = 0u64;
     while let Some(event) = stream.next().await {

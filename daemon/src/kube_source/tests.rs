@@ -229,12 +229,9 @@ fn node_name_comes_from_the_flag_then_node_name_env() {
 #[test]
 fn only_a_pod_set_that_counts_differently_reaches_the_sink() {
     let sink = InMemoryPodSource::default();
-    let mut published = Published::default();
-    let mut hand_on = |pods: &[Value]| {
+    let hand_on = |pods: &[Value]| {
         let pods: Vec<Pod> = pods.iter().cloned().map(pod).collect();
-        if let Some(entries) = published.changed(pod_entries(&pods)) {
-            sink.set(entries);
-        }
+        sink.set_if_changed(pod_entries(&pods));
         sink.generation()
     };
     let a = pod_json(

@@ -192,6 +192,21 @@ impl InMemoryPodSource {
         self.store(pods);
     }
 
+    /// Replaces the set unless it holds exactly `pods` already (same entries, same order): a
+    /// feed that re-reads everything on every event bumps the generation only on a change.
+    /// Whether it replaced the set.
+    pub fn set_if_changed(&self, pods: Vec<PodEntry>) -> bool {
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *self.set.load().pods == *pods {
+            return false;
+        }
+        self.store(pods);
+        true
+    }
+
     fn store(&self, pods: Vec<PodEntry>) {
         let allocatable = self.set.load().allocatable;
         self.store_with(pods, allocatable);
