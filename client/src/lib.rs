@@ -33,19 +33,23 @@ pub const VERSION: &str = concat!(
     env!("HEADROOM_GIT_COMMIT"),
     ")"
 );
-/// The `User-Agent` a headroom program sends the API server, shaped as client-go's
-/// (`kube-scheduler/v1.37.2 (linux/amd64) kubernetes/<commit>`): the API server names the field
-/// manager of a write after the part before the first `/` (so `kubectl get --show-managed-fields`
-/// shows `headroom-shim` beside `kube-scheduler` and `kubelet`), and audit logs and its request
-/// metrics show the whole. Without one, kube-rs sends none.
-pub fn kube_user_agent(program: &str) -> String {
-    format!(
+/// The `User-Agent` header a headroom program sends the API server (push it onto
+/// `kube::Config::headers`), shaped as client-go's (`kube-scheduler/v1.37.2 (linux/amd64)
+/// kubernetes/<commit>`): the API server names the field manager of a write after the part before
+/// the first `/` (so `kubectl get --show-managed-fields` shows `headroom-shim` beside
+/// `kube-scheduler` and `kubelet`), and audit logs and its request metrics show the whole. Without
+/// one, kube-rs sends none.
+pub fn kube_user_agent(program: &'static str) -> (http::HeaderName, http::HeaderValue) {
+    let agent = format!(
         "{program}/{} ({}/{}) headroom/{}",
         env!("CARGO_PKG_VERSION"),
         std::env::consts::OS,
         go_arch(std::env::consts::ARCH),
         env!("HEADROOM_GIT_COMMIT")
-    )
+    );
+    // Built from a program name, a version, an OS and a commit: always a valid header value.
+    let value = http::HeaderValue::from_str(&agent).unwrap_or(http::HeaderValue::from_static("headroom"));
+    (http::header::USER_AGENT, value)
 }
 
 /// Go's name of an architecture (what client-go's `User-Agent` carries), for the two this

@@ -231,9 +231,6 @@ async fn kube_client() -> Result<kube::Client, KubeSourceError> {
     let mut config = kube::Config::infer()
         .await
         .map_err(|e| KubeSourceError::from(kube::Error::InferConfig(e)))?;
-    let agent = headroom_client::kube_user_agent("headroomd");
-    if let Ok(value) = http::HeaderValue::from_str(&agent) {
-        config.headers.push((http::header::USER_AGENT, value));
-    }
+    config.headers.push(headroom_client::kube_user_agent("headroomd"));
     kube::Client::try_from(config).map_err(KubeSourceError::from)
 }

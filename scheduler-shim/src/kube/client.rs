@@ -36,15 +36,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A client for `config` that negotiates HTTP/2 by ALPN (HTTP/1.1 if the server offers only
 /// that), with kube's TLS and authentication. `config.default_retry` is not honoured: see above.
 pub fn http2_client(mut config: kube::Config) -> Result<kube::Client, kube::Error> {
-    if !config
+    config
         .headers
-        .iter()
-        .any(|(name, _)| name == http::header::USER_AGENT)
-    {
-        let agent = headroom_client::kube_user_agent("headroom-shim");
-        let value = http::HeaderValue::from_str(&agent).map_err(|e| kube::Error::Service(Box::new(e)))?;
-        config.headers.push((http::header::USER_AGENT, value));
-    }
+        .push(headroom_client::kube_user_agent("headroom-shim"));
     if config.proxy_url.is_some() {
         // Through a proxy, kube's own stack (HTTP/1.1), which knows the proxy protocols.
         tracing::info!("the kubeconfig names a proxy: the API server is reached over HTTP/1.1");
