@@ -846,40 +846,17 @@ fn a_delete_failing_in_admission_takes_the_mark_back_and_says_why() {
 #[test]
 fn of_two_victims_removed_together_one_refused_stays_unmarked_and_the_other_goes() {
     let plane = seed_cluster();
-    let second = r#"
-apiVersion: v1
-kind: Pod
-metadata:
-  name: low-priority-pod-2
-  namespace: default
-spec:
-  nodeName: kind-control-plane
-  priorityClassName: low-priority
-  priority: 1000
-  containers:
-  - name: worker
-    image: nginx
-    resources:
-      requests: {cpu: "1", memory: 100Mi}
-      limits: {cpu: "1", memory: 100Mi}
-status:
-  phase: Running
-  qosClass: Guaranteed
-  startTime: "2026-09-10T10:05:00Z"
-  containerStatuses:
-  - name: worker
-    image: docker.io/library/nginx:latest
-    imageID: ""
-    ready: true
-    restartCount: 0
-    started: true
-    state: {running: {startedAt: "2026-09-10T10:05:08Z"}}
-    allocatedResources: {cpu: "1", memory: 100Mi}
-    resources:
-      requests: {cpu: "1", memory: 100Mi}
-      limits: {cpu: "1", memory: 100Mi}
-"#;
-    load_cluster_file(&plane, second).unwrap();
+    // A second low-priority Pod like the seed's, at 1 CPU and started later.
+    let mut second = pod(&plane, "default", "low-priority-pod").unwrap();
+    second["metadata"]["name"] = serde_json::json!("low-priority-pod-2");
+    let one_cpu = serde_json::json!({"cpu": "1", "memory": "100Mi"});
+    let resources = serde_json::json!({"requests": one_cpu, "limits": one_cpu});
+    second["spec"]["containers"][0]["resources"] = resources.clone();
+    second["status"]["startTime"] = serde_json::json!("2026-09-10T10:05:00Z");
+    let running = &mut second["status"]["containerStatuses"][0];
+    running["allocatedResources"] = one_cpu;
+    running["resources"] = resources;
+    load_cluster_file(&plane, &second.to_string()).unwrap();
     // The first victim in the scheduler's order (same priority, earlier start) is the one
     // refused: removed one after the other, the second would never have been tried.
     plane
@@ -937,6 +914,11 @@ status:
         stayed,
     );
     assert_eq!(preempted_events(&plane, "low-priority-pod"), 0);
+    // The one removed is counted although the other was refused (retries take neither again).
+    assert_eq!(
+        real_cluster::sample(&shim.metrics(), "headroom_shim_victims_total{mode=\"delete\"}"),
+        Some(1.0)
+    );
     let high = pod(&plane, "default", "high-priority-pod").unwrap();
     assert_eq!(
         condition(&high, "PodResizePending").unwrap()["reason"],

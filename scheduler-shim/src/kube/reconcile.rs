@@ -950,16 +950,15 @@ impl preempt::Backend for KubeCycle<'_> {
         let mut failure = None;
         for (victim, outcome) in removing.into_iter().zip(outcomes) {
             let victim_key = format!("{}/{}", victim.namespace, victim.name);
+            if outcome.is_ok() {
+                staying.remove(&victim.uid);
+            }
             match outcome {
                 Ok(VictimOutcome::Removed) => {
-                    staying.remove(&victim.uid);
                     self.report.preempted.push(victim_key);
                     removed.push(victim);
                 }
-                Ok(VictimOutcome::AlreadyGone) => {
-                    staying.remove(&victim.uid);
-                    tracing::info!(victim = %victim_key, "victim already gone");
-                }
+                Ok(VictimOutcome::AlreadyGone) => tracing::info!(victim = %victim_key, "victim already gone"),
                 Err(error) => {
                     tracing::warn!(pod = %resize.key, victim = %victim_key, %error, "preemption failed");
                     failure.get_or_insert_with(|| format!("could not preempt {victim_key}: {error}"));
@@ -980,7 +979,9 @@ impl preempt::Backend for KubeCycle<'_> {
             )
         });
         futures::future::join_all(preempted).await;
-        let removed = removed.len() as u64;
+        // Counted whether or not another victim was refused: they are preempted all the same.
+        b.metrics
+            .preempted(b.config.preemption.as_str(), removed.len() as u64);
         if let Some(why) = failure {
             // Those not removed keep running: their marks are taken back.
             b.unmark(decision, &staying).await;
@@ -989,7 +990,6 @@ impl preempt::Backend for KubeCycle<'_> {
         }
         let n = decision.victims.len();
         b.board.staged(&resize.key, Stage::Preempted);
-        b.metrics.preempted(b.config.preemption.as_str(), removed);
         let note = format!(
             "Preempted {n} pod(s) on node {node} for this resize: {}",
             victim_list(decision)
