@@ -16,9 +16,10 @@ mod common;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use headroom_node_model::{Resources, pod_requests, pod_requests_admitted};
+use headroom_shim::give_way::live_of;
 use headroom_shim::standalone::DEMO_MANIFEST;
 use headroom_shim::standalone::run::{Running, start};
 use headroom_shim::standalone::shim::is_pending;
@@ -66,10 +67,42 @@ fn seed_manifest(annotation: Option<&str>) -> String {
     }
 }
 
-/// Waits until headroomd has walked the cgroup tree again (every 500 ms without probes) and read
-/// every Pod's cgroup files twice (a throttling ratio needs two readings).
-async fn wait_for_live_figures() {
+/// Waits until headroomd has read every Pod's cgroup files again after this call (it walks the
+/// tree every 500 ms without probes; a throttling ratio needs two readings), and holds fresh
+/// figures of all three kinds for each, as the shim will ask for them. A fixed sleep was not
+/// enough on a loaded CI machine: the shim then found no fresh figures and evicted instead.
+async fn wait_for_live_figures(running: &Running) {
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    let uids: Vec<(String, String)> = {
+        let store = running.node.store();
+        store
+            .pods
+            .iter()
+            .map(|(key, p)| (key.clone(), p.pod.metadata.uid.clone().unwrap_or_default()))
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let snapshot = running.node.headroomd().get_headroom(true).await.unwrap();
+        let missing: Vec<String> = uids
+            .iter()
+            .filter_map(|(key, uid)| {
+                let live = live_of(&snapshot, uid, SystemTime::now(), Duration::from_secs(2));
+                let complete = live.cpu_usage_millis.is_some()
+                    && live.cpu_throttled_permille.is_some()
+                    && live.memory_working_set_bytes.is_some();
+                (!complete).then(|| format!("{key}: {live:?}"))
+            })
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no fresh live figures from headroomd 20 s on: {missing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 async fn wait_resized(running: &Running, key: &str) {
@@ -122,7 +155,7 @@ async fn the_seeds_low_priority_pod_gives_way_in_place_and_nobody_is_evicted() {
     let low = "default/low-priority-pod";
     let high = "default/high-priority-pod";
     let low_pids = running.node.store().pods[low].runtime.as_ref().unwrap().pids();
-    wait_for_live_figures().await;
+    wait_for_live_figures(&running).await;
 
     let result = running.node.resize(high, None, Some("6"), None).await.unwrap();
     assert_eq!(result.status, "Deferred", "{result:?}");
@@ -130,7 +163,12 @@ async fn the_seeds_low_priority_pod_gives_way_in_place_and_nobody_is_evicted() {
 
     {
         let store = running.node.store();
-        let low_pod = &store.pods[low];
+        let Some(low_pod) = store.pods.get(low) else {
+            panic!(
+                "low-priority-pod was evicted instead of giving way: {:?}",
+                store.events.list(Some("low-priority-pod"))
+            );
+        };
         assert!(
             low_pod.runtime.is_some() && !low_pod.terminating,
             "low-priority-pod is not running"
@@ -250,7 +288,7 @@ async fn a_pod_without_the_annotation_is_evicted_as_upstream_does() {
     let _one = ONE_AT_A_TIME.lock().await;
     let (running, _dir) = node(Resources::new(8000, 16 << 30), &seed_manifest(None)).await;
     let _cleanup = cleanup_on_panic(&running);
-    wait_for_live_figures().await;
+    wait_for_live_figures(&running).await;
     let result = running
         .node
         .resize("default/high-priority-pod", None, Some("6"), None)
@@ -353,7 +391,7 @@ async fn memory_scenario(hog_mib: usize) -> MemoryScenario {
     let cleanup = cleanup_on_panic(&running);
     let cache_uid = uid(&running, "default/cache");
     let hog = working_set(&running, hog_mib);
-    wait_for_live_figures().await;
+    wait_for_live_figures(&running).await;
     let result = running
         .node
         .resize("default/app", None, None, Some("1536Mi"))
