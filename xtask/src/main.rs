@@ -424,6 +424,7 @@ const BENCHMARKS: &[&str] = &[
     "shim",
     "e2e",
     "kube_preemption",
+    "api_calls",
     "kube_node",
 ];
 
