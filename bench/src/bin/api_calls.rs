@@ -235,27 +235,21 @@ async fn run(
             "message": "api_calls benchmark",
             "lastTransitionTime": jiff::Timestamp::now().to_string(),
         }]}});
-        let request = http::Request::patch(format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}/status"))
-            .header(
-                http::header::CONTENT_TYPE,
-                "application/strategic-merge-patch+json",
-            )
-            .header(http::header::ACCEPT, variant.1.accept())
-            .body(kube::client::Body::from(mark.to_string().into_bytes()))?;
-        let took = call(client, request)
-            .await
-            .with_context(|| format!("mark {name}"))?;
-        record(&mut round_trips, "mark", variant, took)?;
         let options =
             serde_json::json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}});
-        let request = http::Request::delete(format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}"))
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, variant.1.accept())
-            .body(kube::client::Body::from(options.to_string().into_bytes()))?;
-        let took = call(client, request)
-            .await
-            .with_context(|| format!("delete {name}"))?;
-        record(&mut round_trips, "delete", variant, took)?;
+        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}");
+        let patch = "application/strategic-merge-patch+json";
+        let calls = [
+            ("mark", http::Method::PATCH, format!("{path}/status"), patch, mark),
+            ("delete", http::Method::DELETE, path, "application/json", options),
+        ];
+        for (kind, method, path, content_type, body) in calls {
+            let sent = request(method, path, content_type, variant.1, &body)?;
+            let took = call(client, sent)
+                .await
+                .with_context(|| format!("{kind} {name}"))?;
+            record(&mut round_trips, kind, variant, took)?;
+        }
         // About the pace of preemptions in `kube_node`: the API server is not kept busy.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -272,6 +266,22 @@ fn record(
         .or_insert_with(new_histogram)
         .record(headroom_bench::ns(took))
         .context("record")
+}
+
+/// A request with a JSON body, asking for `answer`.
+fn request(
+    method: http::Method,
+    path: String,
+    content_type: &str,
+    answer: Answer,
+    body: &serde_json::Value,
+) -> Result<http::Request<kube::client::Body>> {
+    Ok(http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .header(http::header::ACCEPT, answer.accept())
+        .body(kube::client::Body::from(body.to_string().into_bytes()))?)
 }
 
 /// One call, its answer read to the end; an error unless it succeeded.
