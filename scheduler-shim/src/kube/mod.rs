@@ -280,27 +280,28 @@ impl KubeError {
 /// Runs the backend until `shutdown` resolves: watches, reconciles on every change and every
 /// `resync`, then releases every reservation it holds.
 pub async fn run(
-    client: kube::Client,
+    clients: impl Into<client::ApiClients>,
     config: KubeConfig,
     ledger: NodeLedger,
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), KubeError> {
     let board = Arc::new(Board::new(&config.node_name, config.dry_run, ledger.live.clone()));
-    run_with_board(client, config, ledger, metrics, board, shutdown).await
+    run_with_board(clients, config, ledger, metrics, board, shutdown).await
 }
 
 /// [`run`], with the decisions kept on `board` (which the HTTP server shows).
 pub async fn run_with_board(
-    client: kube::Client,
+    clients: impl Into<client::ApiClients>,
     config: KubeConfig,
     ledger: NodeLedger,
     metrics: Arc<Metrics>,
     board: Arc<Board>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), KubeError> {
-    let (stores, mut watchers) = watch::start(&client, &config.node_name, metrics.clone())?;
-    let mut backend = Backend::new(client, config, stores, ledger, metrics.clone()).with_board(board);
+    let client::ApiClients { calls, watches } = clients.into();
+    let (stores, mut watchers) = watch::start(&watches, &config.node_name, metrics.clone())?;
+    let mut backend = Backend::new(calls, config, stores, ledger, metrics.clone()).with_board(board);
     let result = backend.run_until(shutdown).await;
     backend.shutdown().await;
     watchers.abort_all();
@@ -317,7 +318,7 @@ pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
     // PodDisruptionBudget (429) must reach the reconciler at once, which reports it and retries
     // on its own cycle. (The HTTP/2 client has no retry layer; this keeps the proxy fallback so.)
     kubeconfig.default_retry = false;
-    let client = client::http2_client(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
+    let clients = client::ApiClients::new(kubeconfig).map_err(|e| KubeError::Client(Box::new(e)))?;
     let metrics = Arc::new(Metrics::default());
     let ledger = match args.ledger {
         LedgerKind::Headroomd => NodeLedger::headroomd(&args.headroomd_socket, metrics.clone()),
@@ -326,7 +327,7 @@ pub async fn main(args: KubeArgs) -> Result<(), KubeError> {
     let config = args.config();
     let board = Arc::new(Board::new(&config.node_name, config.dry_run, ledger.live.clone()));
     let server = http::serve(args.metrics_addr, metrics.clone(), board.clone()).await?;
-    let result = run_with_board(client, config, ledger, metrics, board, shutdown_signal()).await;
+    let result = run_with_board(clients, config, ledger, metrics, board, shutdown_signal()).await;
     server.abort();
     result
 }
