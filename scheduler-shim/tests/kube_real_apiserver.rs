@@ -969,6 +969,77 @@ fn the_shims_client_speaks_http2_to_the_api_server_with_kubes_auth() {
     });
 }
 
+/// This process's established TCP connections to `port` (its socket inodes matched against the
+/// kernel's table), so a test can see how many connections a client keeps.
+fn connections_to(port: u16) -> usize {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(target.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["/proc/self/net/tcp", "/proc/self/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let remote_port = fields
+                .get(2)
+                .and_then(|remote| remote.rsplit_once(':'))
+                .and_then(|(_, hex)| u16::from_str_radix(hex, 16).ok());
+            remote_port == Some(port)
+                && fields.get(3) == Some(&"01")
+                && fields.get(9).is_some_and(|inode| inodes.contains(*inode))
+        })
+        .count()
+}
+
+/// The shim's watches and its calls go over two connections (`ApiClients::new`): an answer to a
+/// call must not wait behind watch events the API server is writing on the same connection.
+/// One client for both (`ApiClients::from`) keeps one.
+#[test]
+fn the_shims_watches_and_calls_have_a_connection_each() {
+    use headroom_shim::kube::client::{ApiClients, http2_client};
+    use k8s_openapi::api::core::v1::Pod;
+
+    let plane = seed_cluster();
+    let port: u16 = plane.server().rsplit_once(':').unwrap().1.parse().unwrap();
+    let kubeconfig = daemonset_kubeconfig(&plane);
+    with_kube_config(&kubeconfig, |config| async move {
+        let open = |clients: ApiClients| async move {
+            let pods = kube::Api::<Pod>::namespaced(clients.watches.clone(), "default");
+            let mut watch = Box::pin(
+                pods.watch(&kube::api::WatchParams::default().timeout(30), "0")
+                    .await
+                    .unwrap(),
+            );
+            // The watch is open (its first event is in) before the call goes out.
+            futures::StreamExt::next(&mut watch).await.unwrap().unwrap();
+            let response = clients.calls.send(list_one_pod()).await.unwrap();
+            assert_eq!(response.status(), http::StatusCode::OK);
+            (clients, watch)
+        };
+        let baseline = connections_to(port);
+        let (separate, watch) = open(ApiClients::new(config.clone()).unwrap()).await;
+        assert_eq!(connections_to(port), baseline + 2, "ApiClients::new");
+        drop((separate, watch));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while connections_to(port) != baseline {
+            assert!(
+                Instant::now() < deadline,
+                "the dropped clients' connections stay open"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (shared, watch) = open(ApiClients::from(http2_client(config).unwrap())).await;
+        assert_eq!(connections_to(port), baseline + 1, "one client for both");
+        drop((shared, watch));
+    });
+}
+
 /// API Priority and Fairness: the DaemonSet's service account, with deploy/'s FlowSchema, is
 /// served at kube-scheduler's priority level (`workload-high`), as the API server itself says in
 /// the response headers of the shim's own client; another service account of the same namespace
