@@ -37,7 +37,7 @@ use kube::{
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
-use crate::pipeline::{InMemoryPodSource, PodEntry, snapshot::PodRef};
+use crate::pipeline::{InMemoryPodSource, PodEntry, PodSource as _, snapshot::PodRef};
 
 /// Every `(API group, resource, verb)` the source calls: list and watch on nodes (this node, by
 /// `metadata.name`) and pods (this node's, by `spec.nodeName`). headroomd's ClusterRole grants
@@ -316,6 +316,21 @@ async fn watch_node(
     }
 }
 
+/// Hands `entries` to `sink` when they count differently from the set it holds, and only then
+/// tells `on_pods`; whether they did. Most Pod events change nothing the node counts (a status
+/// condition, an IP, a container started): a new set for those would make the aggregator publish
+/// a snapshot to every `WatchHeadroom` subscriber, the shim among them, just as the shim decides
+/// on the same event.
+fn hand_on(sink: &InMemoryPodSource, entries: Vec<PodEntry>, on_pods: Option<&OnPods>) -> bool {
+    if !sink.set_if_changed(entries) {
+        return false;
+    }
+    if let Some(on_pods) = on_pods {
+        on_pods(&sink.pods().pods);
+    }
+    true
+}
+
 async fn watch_pods(
     client: kube::Client,
     node_name: String,
@@ -329,17 +344,11 @@ async fn watch_pods(
         .default_backoff()
         .reflect(writer);
     let mut stream = std::pin::pin!(stream);
-    // Most Pod events change nothing the node counts (a status condition, an IP, a container
-    // started): a new set for those would make the aggregator publish a snapshot to every
-    // `WatchHeadroom` subscriber, the shim among them, just as the shim decides on the same event.
     let publish = |sink: &InMemoryPodSource| {
         let pods = store.state();
         let entries = pod_entries(pods.iter().map(|p| &**p));
         tracing::debug!(pods = pods.len(), counted = entries.len(), "pods");
-        if let Some(on_pods) = &on_pods {
-            on_pods(&entries);
-        }
-        sink.set_if_changed(entries);
+        hand_on(sink, entries, on_pods.as_ref());
     };
     let mut cycle = 0u64;
     while let Some(event) = stream.next().await {

@@ -3,7 +3,6 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::pipeline::PodSource as _;
 use serde_json::{Value, json};
 
 fn node_json() -> Value {
@@ -229,9 +228,20 @@ fn node_name_comes_from_the_flag_then_node_name_env() {
 #[test]
 fn only_a_pod_set_that_counts_differently_reaches_the_sink() {
     let sink = InMemoryPodSource::default();
+    // What `on_pods` was told, in order: each set it saw, as uids.
+    let told = Arc::new(std::sync::Mutex::new(Vec::<Vec<String>>::new()));
+    let on_pods: OnPods = {
+        let told = told.clone();
+        Arc::new(move |pods| {
+            let uids = pods.iter().map(|p| p.pod.uid.clone()).collect();
+            told.lock().unwrap().push(uids);
+        })
+    };
     let hand_on = |pods: &[Value]| {
         let pods: Vec<Pod> = pods.iter().cloned().map(pod).collect();
-        sink.set_if_changed(pod_entries(&pods));
+        let before = sink.generation();
+        let changed = super::hand_on(&sink, pod_entries(&pods), Some(&on_pods));
+        assert_eq!(changed, sink.generation() > before);
         sink.generation()
     };
     let a = pod_json(
@@ -263,4 +273,15 @@ fn only_a_pod_set_that_counts_differently_reaches_the_sink() {
     assert!(counted.contains(&Resources::new(1_500, 1 << 30)), "{counted:?}");
     assert!(hand_on(&[resized]) > after_resize);
     assert_eq!(sink.pods().pods.len(), 1);
+    // Told once per new set (the first, the resize, the Pod gone), never for the rest.
+    let a_uid = "aaaaaaaa-0000-4000-8000-000000000001".to_string();
+    let b_uid = "bbbbbbbb-0000-4000-8000-000000000002".to_string();
+    assert_eq!(
+        *told.lock().unwrap(),
+        vec![
+            vec![a_uid.clone(), b_uid.clone()],
+            vec![a_uid.clone(), b_uid],
+            vec![a_uid]
+        ]
+    );
 }
