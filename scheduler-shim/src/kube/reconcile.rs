@@ -934,7 +934,7 @@ impl preempt::Backend for KubeCycle<'_> {
             } else if marked.gone.contains(&victim.uid) {
                 tracing::info!(victim = %victim_key, "victim already gone");
             } else {
-                removing.push(victim);
+                removing.push((victim, victim_key));
             }
         }
         // All at once, as kube-scheduler's executor removes its victims in parallel: with several
@@ -943,13 +943,12 @@ impl preempt::Backend for KubeCycle<'_> {
         let outcomes = futures::future::join_all(
             removing
                 .iter()
-                .map(|victim| effects::remove_victim(&b.client, &b.config, victim)),
+                .map(|(victim, _)| effects::remove_victim(&b.client, &b.config, victim)),
         )
         .await;
         let mut removed = Vec::new();
         let mut failure = None;
-        for (victim, outcome) in removing.into_iter().zip(outcomes) {
-            let victim_key = format!("{}/{}", victim.namespace, victim.name);
+        for ((victim, victim_key), outcome) in removing.into_iter().zip(outcomes) {
             if outcome.is_ok() {
                 staying.remove(&victim.uid);
             }
