@@ -22,7 +22,7 @@ use headroom_node_model::{Resources, pod_requests, pod_requests_admitted};
 use headroom_shim::give_way::live_of;
 use headroom_shim::standalone::DEMO_MANIFEST;
 use headroom_shim::standalone::run::{Running, start};
-use headroom_shim::standalone::shim::is_pending;
+use headroom_shim::standalone::shim::{LIVE_MAX_AGE, is_pending};
 use headroom_shim::standalone::verify::cpu_limit_file;
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -87,7 +87,7 @@ async fn wait_for_live_figures(running: &Running) {
         let missing: Vec<String> = uids
             .iter()
             .filter_map(|(key, uid)| {
-                let live = live_of(&snapshot, uid, SystemTime::now(), Duration::from_secs(2));
+                let live = live_of(&snapshot, uid, SystemTime::now(), LIVE_MAX_AGE);
                 let complete = live.cpu_usage_millis.is_some()
                     && live.cpu_throttled_permille.is_some()
                     && live.memory_working_set_bytes.is_some();

@@ -453,7 +453,7 @@ async fn watch_shrunk_pods(node: &StandaloneNode) {
 }
 
 /// Live figures older than this are not used to shrink anyone.
-const LIVE_MAX_AGE: Duration = Duration::from_secs(2);
+pub const LIVE_MAX_AGE: Duration = Duration::from_secs(2);
 /// `source.component` of the Events the shim itself posts.
 const SHIM: &str = "headroom-shim";
 
