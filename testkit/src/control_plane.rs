@@ -166,6 +166,14 @@ pub struct PodCall {
     pub completed: jiff::Timestamp,
 }
 
+impl PodCall {
+    /// The API server's own time on the call, received to answered (zero if its clock stepped
+    /// back in between).
+    pub fn own_time(&self) -> std::time::Duration {
+        std::time::Duration::try_from(self.completed.duration_since(self.received)).unwrap_or_default()
+    }
+}
+
 /// One call to the Eviction API, from kube-apiserver's audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvictionCall {

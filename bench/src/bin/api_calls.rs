@@ -47,6 +47,9 @@ impl Answer {
 
 type Variant = (Transport, Answer);
 
+/// A histogram per call (`mark`, `delete`) and variant.
+type Timings = BTreeMap<(&'static str, Variant), Histogram<u64>>;
+
 const VARIANTS: [Variant; 4] = [
     (Transport::Http2, Answer::Json),
     (Transport::Http1, Answer::Json),
@@ -100,7 +103,7 @@ fn main() -> Result<()> {
     if calls.len() != 2 * pods {
         bail!("the audit log has {} of the {} calls made", calls.len(), 2 * pods);
     }
-    let mut server: BTreeMap<(&str, Variant), Histogram<u64>> = BTreeMap::new();
+    let mut server: Timings = BTreeMap::new();
     for call in &calls {
         let Some(i) = call
             .name
@@ -117,15 +120,7 @@ fn main() -> Result<()> {
             ("delete", "") => "delete",
             other => bail!("an unexpected call: {other:?}"),
         };
-        let took = (call.completed - call.received)
-            .total(jiff::Unit::Nanosecond)
-            .context("audit timestamps")?;
-        // Saturating: a negative span (clock steps) counts as zero.
-        server
-            .entry((kind, VARIANTS[i % VARIANTS.len()]))
-            .or_insert_with(new_histogram)
-            .record(took.max(0.0) as u64)
-            .context("record")?;
+        record(&mut server, kind, VARIANTS[i % VARIANTS.len()], call.own_time())?;
     }
     let summary = |kind: &str, variant: Variant| -> Result<Summary> {
         let h = server.get(&(kind, variant)).context("no calls of a variant")?;
@@ -207,10 +202,7 @@ fn create_pods(plane: &ControlPlane, n: usize) -> Result<Vec<String>> {
     Ok(uids)
 }
 
-async fn run(
-    kubeconfig: &Path,
-    uids: &[String],
-) -> Result<BTreeMap<(&'static str, Variant), Histogram<u64>>> {
+async fn run(kubeconfig: &Path, uids: &[String]) -> Result<Timings> {
     use kube::config::{KubeConfigOptions, Kubeconfig};
     let config = kube::Config::from_custom_kubeconfig(
         Kubeconfig::read_from(kubeconfig).context("read the kubeconfig")?,
@@ -220,7 +212,7 @@ async fn run(
     .context("client configuration")?;
     let http2 = headroom_shim::kube::client::http2_client(config.clone()).context("HTTP/2 client")?;
     let http1 = kube::Client::try_from(config).context("HTTP/1.1 client")?;
-    let mut round_trips: BTreeMap<(&'static str, Variant), Histogram<u64>> = BTreeMap::new();
+    let mut round_trips: Timings = BTreeMap::new();
     for (i, uid) in uids.iter().enumerate() {
         let variant = VARIANTS[i % VARIANTS.len()];
         let client = match variant.0 {
@@ -256,12 +248,7 @@ async fn run(
     Ok(round_trips)
 }
 
-fn record(
-    into: &mut BTreeMap<(&'static str, Variant), Histogram<u64>>,
-    kind: &'static str,
-    variant: Variant,
-    took: std::time::Duration,
-) -> Result<()> {
+fn record(into: &mut Timings, kind: &'static str, variant: Variant, took: std::time::Duration) -> Result<()> {
     into.entry((kind, variant))
         .or_insert_with(new_histogram)
         .record(headroom_bench::ns(took))

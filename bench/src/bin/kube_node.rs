@@ -449,8 +449,8 @@ fn server_spans(plane: &ControlPlane, rep: usize) -> Result<[Option<Duration>; 6
         separate.then(|| between(first.received, delete.received)),
         separate.then(|| between(first.completed, delete.received)),
         Some(between(deferred.received, delete.received)),
-        Some(between(first.received, first.completed)),
-        separate.then(|| between(delete.received, delete.completed)),
+        Some(first.own_time()),
+        separate.then(|| delete.own_time()),
     ])
 }
 
