@@ -48,6 +48,8 @@ pub(crate) fn bin_dir(root: &Path) -> PathBuf {
 
 /// Builds every program that is missing or was built from another `go.mod`/`go.sum`.
 pub(crate) fn build(root: &Path) -> Result<PathBuf> {
+    // `build-node` alone on a fresh machine must not depend on `setup` having run first.
+    crate::setup::debian(crate::setup::RUNC_BUILD_PACKAGES, "node")?;
     let out = bin_dir(root);
     go_build(&GoBuild {
         label: "node",

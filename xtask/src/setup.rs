@@ -12,10 +12,6 @@ use crate::{progress, run};
 /// Debian packages the tests, the demo and the benchmarks use, with why: a command on PATH (or
 /// an absolute path) and the package that brings it.
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
-    // The real node's runc is built from its module with seccomp (RuntimeDefault profiles):
-    // cgo against libseccomp, found through pkg-config.
-    ("/usr/include/seccomp.h", "libseccomp-dev"),
-    ("pkg-config", "pkg-config"),
     ("stress-ng", "stress-ng"),
     ("hackbench", "rt-tests"),
     ("bpftool", "bpftool"),
@@ -24,6 +20,13 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     // (daemon/tests/prometheus_real.rs). Debian's package ships both.
     ("prometheus", "prometheus"),
     ("promtool", "prometheus"),
+];
+
+/// What building the real node's runc needs: it is built from its module with seccomp
+/// (RuntimeDefault profiles), cgo against libseccomp, found through pkg-config.
+pub(crate) const RUNC_BUILD_PACKAGES: &[(&str, &str)] = &[
+    ("/usr/include/seccomp.h", "libseccomp-dev"),
+    ("pkg-config", "pkg-config"),
 ];
 
 /// bpf-linker version known to build against rustc 1.95's LLVM 22.
@@ -137,6 +140,7 @@ fn file_name(path: &Path) -> Result<String> {
 }
 
 fn debian_packages() -> Result<()> {
+    debian(RUNC_BUILD_PACKAGES, "setup")?;
     debian(DEBIAN_PACKAGES, "setup")
 }
 
