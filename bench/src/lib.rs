@@ -15,6 +15,7 @@
 //! ```
 
 pub mod daemon;
+pub mod interval;
 pub mod load;
 pub mod runc;
 pub mod soak;

@@ -17,6 +17,10 @@
 //! `DisruptionTarget` or deletion), victim deleting, victim gone, kubelet admitted
 //! (`allocatedResources` at 1500m), actuated (the quota in the cgroup). The victim's grace period
 //! is 30 s; its container exits at once on SIGTERM.
+//!
+//! Every p99 ratio is printed with its 90 % bootstrap interval (`headroom_bench::interval`): with
+//! 100 repetitions a p99 is the second-largest sample, and whether the target is met is said
+//! with how far this run's samples can say it.
 use std::{
     collections::BTreeMap,
     io::BufReader,
@@ -30,7 +34,10 @@ use std::{
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use headroom_bench::{
-    BenchArgs, Comparison, Summary, daemon::CpuTime, new_histogram, print_comparison, write_json,
+    BenchArgs, Comparison, Summary,
+    daemon::CpuTime,
+    interval::{RatioInterval, ratio_interval},
+    new_histogram, print_comparison, write_json,
 };
 use headroom_testkit::{
     ControlPlane, Node, PodCall, SchedulerGate,
@@ -289,13 +296,13 @@ fn main() -> Result<()> {
         let by_phase: serde_json::Map<String, Value> = PHASES
             .iter()
             .map(|phase| {
-                let (o, p) = (
-                    ours[phase].value_at_quantile(0.99),
-                    peer[phase].value_at_quantile(0.99),
+                let interval = ratio_interval(&ours[phase], &peer[phase], 0.99, CONFIDENCE);
+                println!(
+                    "{phase:>12}: p99 upstream/{} = {}",
+                    path.label(),
+                    describe(interval)
                 );
-                let ratio = if o > 0 { p as f64 / o as f64 } else { 0.0 };
-                println!("{phase:>12}: p99 upstream/{} = {ratio:.2}x", path.label());
-                ((*phase).to_string(), serde_json::json!(ratio))
+                ((*phase).to_string(), serde_json::json!(interval))
             })
             .collect();
         ratios.insert(path.label().to_string(), Value::Object(by_phase));
@@ -304,17 +311,21 @@ fn main() -> Result<()> {
             .map(|(s, ..)| *s)
             .chain(SERVER.iter().copied())
             .map(|span| {
-                let (o, p) = (
-                    owned[path.label()][span].value_at_quantile(0.99),
-                    owned["upstream"][span].value_at_quantile(0.99),
+                let interval = ratio_interval(
+                    &owned[path.label()][span],
+                    &owned["upstream"][span],
+                    0.99,
+                    CONFIDENCE,
                 );
-                if o == 0 {
-                    // Not a span of this path (the Eviction API's single call).
-                    return (span.to_string(), Value::Null);
+                // None (null): not a span of this path (the Eviction API's single call).
+                if interval.is_some() {
+                    println!(
+                        "{span:>40}: p99 upstream/{} = {}",
+                        path.label(),
+                        describe(interval)
+                    );
                 }
-                let ratio = p as f64 / o as f64;
-                println!("{span:>40}: p99 upstream/{} = {ratio:.2}x", path.label());
-                (span.to_string(), serde_json::json!(ratio))
+                (span.to_string(), serde_json::json!(interval))
             })
             .collect();
         ratios.insert(format!("{} (owned spans)", path.label()), Value::Object(spans));
@@ -339,6 +350,25 @@ fn main() -> Result<()> {
     print_comparison(&comparison);
     write_json(&args.out, &comparison)?;
     Ok(())
+}
+
+/// Of the bootstrap interval printed beside every p99 ratio.
+const CONFIDENCE: f64 = 0.9;
+
+/// A p99 ratio upstream/headroom, its interval, and what it says of the target (headroom's p99
+/// at or below upstream's: a ratio of at least 1).
+fn describe(interval: Option<RatioInterval>) -> String {
+    let Some(interval) = interval else {
+        return "no samples".into();
+    };
+    let verdict = if interval.ratio >= 1.0 {
+        "met"
+    } else if interval.straddles_one() {
+        "not met in this run, within its spread"
+    } else {
+        "not met"
+    };
+    format!("{}: {verdict}", interval.describe())
 }
 
 fn record(histogram: &mut Histogram<u64>, at: Duration) -> Result<()> {
