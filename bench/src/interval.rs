@@ -21,6 +21,8 @@ pub struct RatioInterval {
     pub low: f64,
     pub high: f64,
     pub confidence: f64,
+    /// The smaller side's sample count: below a few dozen the interval says little.
+    pub samples: usize,
 }
 
 impl RatioInterval {
@@ -68,6 +70,7 @@ pub fn ratio_interval(
         low: *ratios.get(rank(ratios.len(), tail))?,
         high: *ratios.get(rank(ratios.len(), 1.0 - tail))?,
         confidence,
+        samples: ours_samples.len().min(peer_samples.len()),
     })
 }
 
@@ -127,6 +130,7 @@ mod tests {
         let ours = histogram((1..=100).map(|i| i * 1_000_000));
         let peer = histogram((1..=100).map(|i| i * 1_500_000));
         let interval = ratio_interval(&ours, &peer, 0.99, 0.9).expect("samples on both sides");
+        assert_eq!(interval.samples, 100);
         let expected = peer.value_at_quantile(0.99) as f64 / ours.value_at_quantile(0.99) as f64;
         assert_eq!(interval.ratio, expected);
         assert!(

@@ -300,7 +300,7 @@ fn main() -> Result<()> {
                 println!(
                     "{phase:>12}: p99 upstream/{} = {}",
                     path.label(),
-                    describe(interval)
+                    describe(interval, false)
                 );
                 ((*phase).to_string(), serde_json::json!(interval))
             })
@@ -322,7 +322,7 @@ fn main() -> Result<()> {
                     println!(
                         "{span:>40}: p99 upstream/{} = {}",
                         path.label(),
-                        describe(interval)
+                        describe(interval, true)
                     );
                 }
                 (span.to_string(), serde_json::json!(interval))
@@ -355,13 +355,22 @@ fn main() -> Result<()> {
 /// Of the bootstrap interval printed beside every p99 ratio.
 const CONFIDENCE: f64 = 0.9;
 
-/// A p99 ratio upstream/headroom, its interval, and what it says of the target (headroom's p99
-/// at or below upstream's: a ratio of at least 1).
-fn describe(interval: Option<RatioInterval>) -> String {
+/// Fewer repetitions per path than this (`--quick`'s 2) give no verdict on the target: a p99 of
+/// a handful is its largest sample, and its bootstrap interval is as narrow as it is meaningless.
+const REPETITIONS_FOR_A_VERDICT: usize = 20;
+
+/// A p99 ratio upstream/headroom and its interval; for a span headroom owns (`judged`), also what
+/// it says of the target (headroom's p99 at or below upstream's: a ratio of at least 1).
+fn describe(interval: Option<RatioInterval>, judged: bool) -> String {
     let Some(interval) = interval else {
         return "no samples".into();
     };
-    let verdict = if interval.ratio >= 1.0 {
+    if !judged {
+        return interval.describe();
+    }
+    let verdict = if interval.samples < REPETITIONS_FOR_A_VERDICT {
+        "too few repetitions for a verdict"
+    } else if interval.ratio >= 1.0 {
         "met"
     } else if interval.straddles_one() {
         "not met in this run, within its spread"
