@@ -167,11 +167,16 @@ pub struct PodCall {
 }
 
 impl PodCall {
-    /// The API server's own time on the call, received to answered (zero if its clock stepped
-    /// back in between).
+    /// The API server's own time on the call, received to answered.
     pub fn own_time(&self) -> std::time::Duration {
-        std::time::Duration::try_from(self.completed.duration_since(self.received)).unwrap_or_default()
+        audit_span(self.received, self.completed)
     }
+}
+
+/// The time between two of the audit log's timestamps (zero if the API server's clock stepped
+/// back in between).
+pub fn audit_span(from: jiff::Timestamp, to: jiff::Timestamp) -> std::time::Duration {
+    std::time::Duration::try_from(to.duration_since(from)).unwrap_or_default()
 }
 
 /// One call to the Eviction API, from kube-apiserver's audit log.
@@ -701,5 +706,22 @@ fn io(what: &str, source: std::io::Error) -> ControlPlaneError {
     ControlPlaneError::Io {
         what: what.to_string(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::audit_span;
+    use std::time::Duration;
+
+    #[test]
+    fn an_audit_span_is_the_time_between_and_never_negative() {
+        let at = |s: &str| s.parse::<jiff::Timestamp>().expect("a valid timestamp");
+        let (received, answered) = (
+            at("2026-12-07T22:05:00.001250Z"),
+            at("2026-12-07T22:05:00.004750Z"),
+        );
+        assert_eq!(audit_span(received, answered), Duration::from_micros(3500));
+        assert_eq!(audit_span(answered, received), Duration::ZERO);
     }
 }

@@ -29,7 +29,7 @@ pub mod tutorial;
 pub use cluster::{LoadError, load_cluster_file};
 pub use control_plane::{
     ControlPlane, ControlPlaneError, ControlPlaneOptions, EvictionCall, KUBERNETES_VERSION, PodCall,
-    SchedulerGate,
+    SchedulerGate, audit_span,
 };
 pub use node::{Node, NodeError, NodeOptions};
 pub use process::LoggedChild;

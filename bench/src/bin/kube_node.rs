@@ -40,7 +40,7 @@ use headroom_bench::{
     new_histogram, print_comparison, write_json,
 };
 use headroom_testkit::{
-    ControlPlane, Node, PodCall, SchedulerGate,
+    ControlPlane, Node, PodCall, SchedulerGate, audit_span,
     beside::{self, Preemption},
     node::{NODE_NAME, start_cluster},
     repetitions::Repetitions,
@@ -479,15 +479,12 @@ fn server_spans(plane: &ControlPlane, rep: usize) -> Result<[Option<Duration>; 6
         .filter(|c| c.received <= first.received)
         .max_by_key(|c| c.received)
         .with_context(|| format!("no status write of {resizer} by the kubelet before the preemption"))?;
-    let between = |from: jiff::Timestamp, to: jiff::Timestamp| {
-        Duration::try_from(to.duration_since(from)).unwrap_or(Duration::ZERO)
-    };
     let separate = !std::ptr::eq(first, delete);
     Ok([
-        Some(between(deferred.received, first.received)),
-        separate.then(|| between(first.received, delete.received)),
-        separate.then(|| between(first.completed, delete.received)),
-        Some(between(deferred.received, delete.received)),
+        Some(audit_span(deferred.received, first.received)),
+        separate.then(|| audit_span(first.received, delete.received)),
+        separate.then(|| audit_span(first.completed, delete.received)),
+        Some(audit_span(deferred.received, delete.received)),
         Some(first.own_time()),
         separate.then(|| delete.own_time()),
     ])
