@@ -140,8 +140,8 @@ fn file_name(path: &Path) -> Result<String> {
 }
 
 fn debian_packages() -> Result<()> {
-    debian(RUNC_BUILD_PACKAGES, "setup")?;
-    debian(DEBIAN_PACKAGES, "setup")
+    // One apt-get for both lists.
+    debian(&[RUNC_BUILD_PACKAGES, DEBIAN_PACKAGES].concat(), "setup")
 }
 
 /// Installs (apt-get) the packages of `wanted` whose command or file is missing; `what` prefixes
