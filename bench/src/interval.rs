@@ -52,7 +52,7 @@ pub fn ratio_interval(
     confidence: f64,
 ) -> Option<RatioInterval> {
     let (ours_samples, peer_samples) = (samples(ours), samples(peer));
-    let ratio = quantile_ratio(&ours_samples, &peer_samples, quantile)?;
+    let ratio = quantile_ratio(&mut ours_samples.clone(), &mut peer_samples.clone(), quantile)?;
     let mut rng = fastrand::Rng::with_seed(SEED);
     let mut ours_resample = vec![0; ours_samples.len()];
     let mut peer_resample = vec![0; peer_samples.len()];
@@ -60,7 +60,7 @@ pub fn ratio_interval(
         .filter_map(|_| {
             resample(&mut rng, &ours_samples, &mut ours_resample);
             resample(&mut rng, &peer_samples, &mut peer_resample);
-            quantile_ratio(&ours_resample, &peer_resample, quantile)
+            quantile_ratio(&mut ours_resample, &mut peer_resample, quantile)
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
@@ -90,20 +90,20 @@ fn resample(rng: &mut fastrand::Rng, from: &[u64], into: &mut [u64]) {
     }
 }
 
-fn quantile_ratio(ours: &[u64], peer: &[u64], quantile: f64) -> Option<f64> {
+/// Reorders both (the resamples are refilled before each use, so no copy is made for this).
+fn quantile_ratio(ours: &mut [u64], peer: &mut [u64], quantile: f64) -> Option<f64> {
     let (o, p) = (quantile_of(ours, quantile)?, quantile_of(peer, quantile)?);
     // Display only: the precision lost does not matter.
     (o > 0).then(|| p as f64 / o as f64)
 }
 
 /// The `quantile` of `samples` as HdrHistogram counts it: the sample at rank ⌈q·n⌉ (1-based).
-fn quantile_of(samples: &[u64], quantile: f64) -> Option<u64> {
+fn quantile_of(samples: &mut [u64], quantile: f64) -> Option<u64> {
     if samples.is_empty() {
         return None;
     }
-    let mut sorted = samples.to_vec();
-    let index = rank(sorted.len(), quantile);
-    Some(*sorted.select_nth_unstable(index).1)
+    let index = rank(samples.len(), quantile);
+    Some(*samples.select_nth_unstable(index).1)
 }
 
 /// The 0-based index of the sample at rank ⌈q·n⌉, at least the first.
@@ -175,7 +175,7 @@ mod tests {
         let h = histogram(values.iter().copied());
         for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
             assert_eq!(
-                quantile_of(&samples(&h), q),
+                quantile_of(&mut samples(&h), q),
                 Some(h.value_at_quantile(q)),
                 "q {q}"
             );
